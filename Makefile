@@ -1,0 +1,73 @@
+# blackwell.inference - two commands on a fresh machine:
+#   make demo   run site.yml against the lab host (or INVENTORY=... LIMIT=... for real hosts)
+#   make test   every check: lint, sanity, unit, integration
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# Python >= 3.12 for ansible-core 2.21: first one found (pyenv ships 3.12/3.13 on this machine kind).
+PYTHON ?= $(firstword $(foreach p,python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3),$(shell command -v $(p) 2>/dev/null)) python3)
+VENV := .venv
+BIN := $(VENV)/bin
+COLLECTION_LINK := .collections/ansible_collections/blackwell/inference
+# Downloads and throwaway venvs live here, keyed by their inputs; CI keeps it between runs.
+CACHE_DIR ?= /var/cache/blackwell-inference
+export PIP_CACHE_DIR ?= $(CACHE_DIR)/pip
+export BLACKWELL_CACHE_DIR := $(CACHE_DIR)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+INVENTORY ?= inventories/lab/hosts.yml
+LIMIT ?= all
+PLAYBOOK_ARGS ?=
+
+.PHONY: help venv collection demo verify test lint sanity unit integration clean
+
+help:
+	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
+	@echo "make test   - ansible-lint, yamllint, ruff, ansible-test sanity, pytest (unit + integration)"
+	@echo "make verify - only the read-only checks (--tags verify)"
+
+$(BIN)/.installed: requirements.txt
+	@mkdir -p $(PIP_CACHE_DIR)
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	@touch $@
+
+venv: $(BIN)/.installed
+
+$(COLLECTION_LINK):
+	@mkdir -p $(dir $@)
+	ln -sfn ../../.. $@
+
+collection: venv $(COLLECTION_LINK)
+
+demo: collection
+	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml -l '$(LIMIT)' $(PLAYBOOK_ARGS)
+	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml -l '$(LIMIT)' --tags verify $(PLAYBOOK_ARGS)
+
+verify: collection
+	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml -l '$(LIMIT)' --tags verify $(PLAYBOOK_ARGS)
+
+lint: collection
+	$(BIN)/yamllint --strict .
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/ansible-lint --profile production
+
+sanity: collection
+	tests/sanity.sh
+
+unit: collection
+	$(BIN)/pytest -q tests/unit
+
+integration: collection
+	$(BIN)/pytest -q tests/integration
+
+# pytest last, so CI's closing line is pytest's summary.
+test: lint sanity
+	$(BIN)/pytest tests/unit tests/integration
+
+clean:
+	rm -rf .collections tests/output .pytest_cache .ruff_cache

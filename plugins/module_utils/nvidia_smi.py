@@ -1,0 +1,149 @@
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.inference contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Parse one `nvidia-smi --query-gpu` call and the driver facts around it. Pure functions."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+QUERY_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total")
+# compute_cap is a valid query field from about R510 on; older drivers get the same query without it.
+LEGACY_QUERY_FIELDS = tuple(f for f in QUERY_FIELDS if f != "compute_cap")
+
+# Highest CUDA version each driver branch supports (NVIDIA CUDA Toolkit release notes,
+# "CUDA Toolkit and Corresponding Driver Versions"; what `nvidia-smi` prints as "CUDA Version").
+DRIVER_BRANCH_CUDA = {
+    590: "13.1",
+    580: "13.0",
+    575: "12.9",
+    570: "12.8",
+    565: "12.7",
+    560: "12.6",
+    555: "12.5",
+    550: "12.4",
+    545: "12.3",
+    535: "12.2",
+    530: "12.1",
+    525: "12.0",
+    520: "11.8",
+    515: "11.7",
+    510: "11.6",
+    470: "11.4",
+}
+
+_NA = re.compile(r"^\[(N/A|Not Supported|Unknown Error|Insufficient Permissions|GPU is lost)\]$")
+_CC = re.compile(r"^\d+\.\d+$")
+_DRIVER = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
+
+
+class NvidiaSmiError(ValueError):
+    """nvidia-smi answered, but not in the format asked for."""
+
+
+def query_argv(nvidia_smi, fields=QUERY_FIELDS):
+    return [nvidia_smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+
+
+def _value(raw):
+    raw = raw.strip()
+    if raw == "" or _NA.match(raw):
+        return None
+    return raw
+
+
+def parse_query(stdout, fields=QUERY_FIELDS):
+    """Turn the csv,noheader,nounits answer into a list of GPU dicts. Raises NvidiaSmiError."""
+    gpus = []
+    for lineno, row in enumerate(csv.reader(stdout.splitlines(), skipinitialspace=True), start=1):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != len(fields):
+            raise NvidiaSmiError(
+                "line %d of nvidia-smi output has %d fields, expected %d (%s): %r"
+                % (lineno, len(row), len(fields), ",".join(fields), ",".join(row))
+            )
+        rec = {f: _value(v) for f, v in zip(fields, row)}
+        if rec["index"] is None or not rec["index"].isdigit():
+            raise NvidiaSmiError("line %d: GPU index %r is not a number" % (lineno, rec["index"]))
+        cc = rec.get("compute_cap")
+        if cc is not None and not _CC.match(cc):
+            raise NvidiaSmiError("line %d: compute capability %r is not MAJOR.MINOR" % (lineno, cc))
+        drv = rec["driver_version"]
+        if drv is not None and not _DRIVER.match(drv):
+            raise NvidiaSmiError("line %d: driver version %r is not a version" % (lineno, drv))
+        mem = rec["memory.total"]
+        if mem is not None and not mem.isdigit():
+            raise NvidiaSmiError("line %d: memory.total %r is not MiB" % (lineno, mem))
+        gpus.append(
+            {
+                "index": int(rec["index"]),
+                "name": rec["name"],
+                "uuid": rec["uuid"],
+                "compute_capability": cc,
+                "memory_mib": int(mem) if mem is not None else None,
+                "driver_version": drv,
+            }
+        )
+    return gpus
+
+
+def invalid_field(output):
+    """Name of the field an old driver refused (`Field "compute_cap" is not a valid field to query.`)."""
+    m = _INVALID_FIELD.search(output or "")
+    return m.group(1) if m else None
+
+
+def classify_failure(rc, stdout, stderr):
+    """Say what a failed nvidia-smi call means: (driver_loaded, reason)."""
+    text = " ".join(((stdout or "") + " " + (stderr or "")).split())
+    if "No devices were found" in text:
+        return True, "driver loaded but no NVIDIA GPU was found"
+    if "couldn't communicate with the NVIDIA driver" in text:
+        return False, "nvidia-smi cannot talk to the NVIDIA driver (module not loaded or version mismatch)"
+    if "Driver/library version mismatch" in text:
+        return False, "NVIDIA driver/library version mismatch (reboot or reload the kernel module)"
+    return None, "nvidia-smi exited with rc=%s: %s" % (rc, text or "(no output)")
+
+
+def driver_branch(version):
+    if not version:
+        return None
+    return int(version.split(".", 1)[0])
+
+
+def driver_cuda_version(version, driver_api_version=None):
+    """Highest CUDA the driver supports: from cuDriverGetVersion when known, else from the branch table.
+
+    Returns (version or None, source). driver_api_version is the integer cuDriverGetVersion gives
+    (13000 = 13.0).
+    """
+    if driver_api_version:
+        return "%d.%d" % (driver_api_version // 1000, (driver_api_version % 1000) // 10), "libcuda"
+    branch = driver_branch(version)
+    if branch is None:
+        return None, None
+    if branch in DRIVER_BRANCH_CUDA:
+        return DRIVER_BRANCH_CUDA[branch], "driver_branch_table"
+    return None, "unknown driver branch R%d" % branch
+
+
+def parse_proc_version(text):
+    """True for the open kernel module, False for the proprietary one, None when unknown.
+
+    /proc/driver/nvidia/version, first line, e.g.
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build ..."
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  ..."
+    """
+    for line in (text or "").splitlines():
+        if line.startswith("NVRM version:"):
+            return "Open Kernel Module" in line
+    return None
+
+
+def summarize_gpus(gpus):
+    """Distinct compute capabilities present, sorted, e.g. ["9.0", "12.0"]."""
+    ccs = {g["compute_capability"] for g in gpus if g.get("compute_capability")}
+    return sorted(ccs, key=lambda c: tuple(int(x) for x in c.split(".")))

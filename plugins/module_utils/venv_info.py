@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.inference contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Read package versions from a venv's files, without importing anything (no torch import)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+_TORCH_CUDA_RE = re.compile(r"""^cuda\s*(?::[^=]*)?=\s*(?:None|['"]([^'"]*)['"])\s*$""", re.M)
+_TORCH_VERSION_RE = re.compile(r"""^__version__\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]""", re.M)
+
+
+class VenvError(ValueError):
+    pass
+
+
+def normalize_name(name):
+    """PEP 503 normalization: flashinfer_python, flashinfer-python -> flashinfer-python."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def check_venv(venv):
+    if not os.path.isdir(venv):
+        raise VenvError("venv=%s does not exist or is not a directory" % venv)
+    if not os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+        raise VenvError("venv=%s is not a Python virtual environment (no pyvenv.cfg)" % venv)
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        raise VenvError("venv=%s has no bin/python" % venv)
+    return python
+
+
+def site_packages(venv):
+    """The venv's site-packages directories (lib and lib64, any python3.X)."""
+    dirs = []
+    for pattern in ("lib/python3*/site-packages", "lib64/python3*/site-packages"):
+        for d in sorted(glob.glob(os.path.join(venv, pattern))):
+            if os.path.realpath(d) not in [os.path.realpath(x) for x in dirs]:
+                dirs.append(d)
+    return dirs
+
+
+def installed_versions(site_dirs):
+    """{normalized name: version} from *.dist-info/METADATA (the Name/Version headers)."""
+    versions = {}
+    for sp in site_dirs:
+        for meta_dir in glob.glob(os.path.join(sp, "*.dist-info")):
+            name = version = None
+            try:
+                with open(os.path.join(meta_dir, "METADATA"), encoding="utf-8", errors="replace") as fh:
+                    for line in fh:
+                        if line.startswith("Name:"):
+                            name = line[5:].strip()
+                        elif line.startswith("Version:"):
+                            version = line[8:].strip()
+                        elif not line.strip():
+                            break
+            except OSError:
+                continue
+            if name and version:
+                versions.setdefault(normalize_name(name), version)
+    return versions
+
+
+def parse_torch_version_py(text):
+    """(version, cuda) from torch/version.py text; cuda None for a CPU build."""
+    ver = _TORCH_VERSION_RE.search(text or "")
+    cuda = _TORCH_CUDA_RE.search(text or "")
+    return (ver.group(1) if ver else None, (cuda.group(1) or None) if cuda else None)
+
+
+def torch_info(site_dirs):
+    """{version, cuda} read from torch/version.py, or None when torch is absent."""
+    for sp in site_dirs:
+        path = os.path.join(sp, "torch", "version.py")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                version, cuda = parse_torch_version_py(fh.read())
+            return {"version": version, "cuda": cuda}
+    return None

@@ -1,0 +1,311 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.inference contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: cuda_facts
+short_description: GPUs, driver, CUDA toolkits and FlashInfer's effective CUDA as the service sees them
+version_added: "0.1.0"
+description:
+  - Gathers C(ansible_facts.blackwell_cuda) and changes nothing.
+  - GPUs and driver come from one C(nvidia-smi --query-gpu) call. A host without C(nvidia-smi)
+    or without a working driver is not a failure; it is reported as C(driver.present=false).
+  - Toolkits are the C(<toolkit_root>/cuda-X.Y) directories, versioned from their own
+    C(bin/nvcc --version) banner; C(default_toolkit) is where C(<toolkit_root>/cuda) resolves.
+  - C(flashinfer) predicts what the installed C(flashinfer-python) would compute in
+    O(environment) - its CUDA home and the source of it, its CUDA version (nvcc banner or torch
+    fallback), its target archs with the a/f suffix, and the error it would raise or log -
+    following the version-dependent rules of FlashInfer 0.4.0 .. 0.7.4.
+  - Nothing is imported from the venv unless O(probe=true); torch's version and CUDA lane are
+    read from C(torch/version.py).
+author:
+  - blackwell.inference maintainers
+options:
+  nvidia_smi:
+    description: Command name or path of C(nvidia-smi).
+    type: str
+    default: nvidia-smi
+  environment:
+    description:
+      - The environment of the process whose view is wanted, normally the service unit's.
+      - Keys FlashInfer reads are C(CUDA_HOME), C(CUDA_PATH), C(PATH), C(FLASHINFER_CUDA_ARCH_LIST),
+        C(FLASHINFER_WORKSPACE_BASE), C(HOME) and C(CUDA_VISIBLE_DEVICES).
+      - When C(PATH) is missing, systemd's default PATH for services is used.
+    type: dict
+    default: {}
+  venv:
+    description:
+      - Path of the service's Python virtual environment. FlashInfer's and torch's versions are
+        read from its files.
+    type: path
+  flashinfer_version:
+    description:
+      - Predict for this flashinfer-python version instead of the one installed in O(venv)
+        (for example before the venv is built).
+    type: str
+  torch_cuda:
+    description:
+      - CUDA lane of torch to assume for FlashInfer's fallback (for example C(13.0)) when O(venv)
+        has no torch. Ignored when torch is found in O(venv).
+    type: str
+  probe:
+    description:
+      - Also run the venv's Python under exactly O(environment) and ask FlashInfer itself
+        (imports torch and flashinfer; takes seconds). Requires O(venv).
+    type: bool
+    default: false
+  toolkit_root:
+    description: Directory holding C(cuda-X.Y) toolkits and the C(cuda) link.
+    type: path
+    default: /usr/local
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+notes:
+  - FlashInfer's rules were read from its sources; versions newer than 0.7.4 are predicted with
+    the 0.7.1+ rules and say so in C(flashinfer.notes).
+"""
+
+EXAMPLES = r"""
+- name: What would FlashInfer do in the service's environment?
+  blackwell.inference.cuda_facts:
+    venv: /opt/sglang/current
+    environment:
+      CUDA_HOME: /usr/local/cuda-13.0
+      PATH: /usr/local/cuda-13.0/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
+      FLASHINFER_CUDA_ARCH_LIST: "12.0a"
+
+- name: Stop before the service crashes
+  ansible.builtin.assert:
+    that: ansible_facts['blackwell_cuda']['flashinfer']['accepted']
+    fail_msg: "{{ ansible_facts['blackwell_cuda']['flashinfer']['error'] }}"
+
+- name: Cross-check the prediction with FlashInfer itself
+  blackwell.inference.cuda_facts:
+    venv: /opt/sglang/current
+    probe: true
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts under C(blackwell_cuda).
+  returned: always
+  type: dict
+  contains:
+    blackwell_cuda:
+      description: Everything measured.
+      returned: always
+      type: dict
+      contains:
+        gpus:
+          description: One entry per GPU, from a single nvidia-smi call.
+          type: list
+          elements: dict
+          returned: always
+          sample:
+            - {index: 0, name: NVIDIA RTX PRO 6000 Blackwell Server Edition,
+               uuid: GPU-5d1b2c3e-0000-4000-8000-000000000000, compute_capability: "12.0", memory_mib: 97887}
+        compute_capabilities:
+          description: Distinct compute capabilities present, sorted.
+          type: list
+          elements: str
+          returned: always
+          sample: ["12.0"]
+        driver:
+          description: C(present), C(version), C(cuda_version) (highest CUDA it supports) and its
+            C(cuda_version_source), C(branch), C(open_kernel_module) (null when unknown), C(error).
+          type: dict
+          returned: always
+          sample: {present: true, version: 580.95.05, branch: 580, cuda_version: "13.0",
+                   cuda_version_source: driver_branch_table, open_kernel_module: true, error: null}
+        toolkits:
+          description: Every C(cuda-X.Y) directory with C(version) from nvcc's banner, C(path),
+            C(has_curand_headers), C(has_driver_stubs), C(nvcc_error).
+          type: list
+          elements: dict
+          returned: always
+        default_toolkit:
+          description: Where C(<toolkit_root>/cuda) resolves (C(path), C(version), C(via_alternatives)), or null.
+          type: dict
+          returned: always
+        environment:
+          description: The environment used for the prediction (C(PATH) filled in).
+          type: dict
+          returned: always
+        venv:
+          description: C(path), C(python), installed C(packages) versions (sglang, flashinfer-python, torch, ...), or null.
+          type: dict
+          returned: always
+        torch:
+          description: C(version) and C(cuda) lane read from torch/version.py without importing torch, or null.
+          type: dict
+          returned: always
+          sample: {version: 2.14.1+cu130, cuda: "13.0"}
+        flashinfer:
+          description:
+            - What FlashInfer would compute - C(version), C(rules) (version band), C(cuda_home),
+              C(cuda_home_source) (CUDA_HOME, CUDA_PATH, PATH or default), C(cuda_version),
+              C(cuda_version_source) (nvcc or torch), C(target_archs) (cache directory spelling
+              such as 120a), C(cache_dir), C(accepted), C(error), C(error_kind), C(error_stage)
+              (import, detection, first_jit), C(symptom) and C(notes).
+          type: dict
+          returned: always
+          sample: {version: 0.7.0, cuda_home: /usr/local, cuda_home_source: PATH, cuda_version: "12.8",
+                   cuda_version_source: nvcc, target_archs: [], accepted: false,
+                   error: SM 12.x requires CUDA >= 12.9, error_stage: detection}
+        probe:
+          description: With O(probe=true) - C(cuda_home), C(cuda_version), C(target_archs), C(error)
+            as FlashInfer itself reported them, and C(agrees) with the prediction (C(differences) lists why not).
+          type: dict
+          returned: when probe is true
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.blackwell.inference.plugins.module_utils import (
+    commands,
+    cuda_toolkits,
+    flashinfer_probe,
+    flashinfer_rules,
+    nvidia_smi,
+    venv_info,
+)
+
+PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
+
+
+def gather_gpus(module, run):
+    """(gpus, driver) from one nvidia-smi call (a second only for pre-R510 drivers)."""
+    driver = {"present": False, "version": None, "branch": None, "cuda_version": None,
+              "cuda_version_source": None, "open_kernel_module": None, "error": None}
+    nvsmi = module.params["nvidia_smi"]
+    fields = nvidia_smi.QUERY_FIELDS
+    res = run(nvidia_smi.query_argv(nvsmi, fields))
+    if res.os_error:
+        driver["error"] = "%s not runnable (%s)" % (nvsmi, res.os_error)
+        return [], driver
+    if res.rc != 0 and nvidia_smi.invalid_field(res.stdout + res.stderr) == "compute_cap":
+        fields = nvidia_smi.LEGACY_QUERY_FIELDS
+        res = run(nvidia_smi.query_argv(nvsmi, fields))
+        driver["error"] = "driver too old for the compute_cap query field (needs about R510): compute capability unknown"
+    if res.rc != 0:
+        loaded, reason = nvidia_smi.classify_failure(res.rc, res.stdout, res.stderr)
+        if loaded is None:
+            module.fail_json(msg="nvidia-smi failed: %s" % reason, **res.as_dict())
+        driver["present"], driver["error"] = loaded, reason
+        return [], driver
+    try:
+        gpus = nvidia_smi.parse_query(res.stdout, fields)
+    except nvidia_smi.NvidiaSmiError as exc:
+        module.fail_json(msg="unexpected nvidia-smi output: %s" % exc, **res.as_dict())
+    versions = sorted({g.pop("driver_version") for g in gpus} - {None})
+    driver["present"] = True
+    if versions:
+        driver["version"] = versions[0]
+        driver["branch"] = nvidia_smi.driver_branch(versions[0])
+        driver["cuda_version"], driver["cuda_version_source"] = nvidia_smi.driver_cuda_version(versions[0])
+    try:
+        with open(PROC_DRIVER_VERSION, encoding="utf-8") as fh:
+            driver["open_kernel_module"] = nvidia_smi.parse_proc_version(fh.read())
+    except OSError:
+        pass
+    return gpus, driver
+
+
+def gather_toolkits(root, run):
+    toolkits = [cuda_toolkits.describe_toolkit(p, run) for p in cuda_toolkits.find_toolkit_dirs(root)]
+    default = cuda_toolkits.default_toolkit(root)
+    if default is not None:
+        match = [t for t in toolkits if os.path.realpath(t["path"]) == default["path"]]
+        default["version"] = match[0]["version"] if match else None
+    return toolkits, default
+
+
+def gather_venv(module, venv):
+    if not venv:
+        return None, None
+    try:
+        python = venv_info.check_venv(venv)
+    except venv_info.VenvError as exc:
+        module.fail_json(msg=str(exc))
+    sites = venv_info.site_packages(venv)
+    packages = venv_info.installed_versions(sites)
+    wanted = ("sglang", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "torch", "sglang-kernel", "sgl-kernel")
+    info = {"path": venv, "python": python, "site_packages": sites,
+            "packages": {k: packages[k] for k in wanted if k in packages}}
+    return info, venv_info.torch_info(sites)
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            environment=dict(type="dict", default={}),
+            venv=dict(type="path"),
+            flashinfer_version=dict(type="str"),
+            torch_cuda=dict(type="str"),
+            probe=dict(type="bool", default=False),
+            toolkit_root=dict(type="path", default="/usr/local"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    env = {str(k): str(v) for k, v in (p["environment"] or {}).items()}
+    env.setdefault("PATH", commands.SYSTEMD_DEFAULT_PATH)
+    if p["probe"] and not p["venv"]:
+        module.fail_json(msg="probe=true needs venv (the Python that runs FlashInfer)")
+    run = commands.CachingRunner()
+
+    gpus, driver = gather_gpus(module, run)
+    toolkits, default = gather_toolkits(p["toolkit_root"], run)
+    venv, torch = gather_venv(module, p["venv"])
+
+    fi_version = p["flashinfer_version"] or (venv or {}).get("packages", {}).get("flashinfer-python")
+    torch_cuda = torch["cuda"] if torch else p["torch_cuda"]
+    ccs = flashinfer_rules.visible_ccs(gpus, env)
+    if fi_version:
+        flashinfer = flashinfer_rules.predict(env, run, fi_version, torch_cuda, ccs, home_dir=os.path.expanduser("~"))
+    else:
+        flashinfer = {"version": None, "accepted": False, "target_archs": [],
+                      "error": "flashinfer-python is not installed in venv=%s (set flashinfer_version to predict anyway)" % p["venv"]
+                      if p["venv"] else "no venv given (set venv or flashinfer_version)",
+                      "error_stage": "version"}
+    facts = {
+        "gpus": gpus,
+        "compute_capabilities": nvidia_smi.summarize_gpus(gpus),
+        "driver": driver,
+        "toolkits": toolkits,
+        "default_toolkit": default,
+        "environment": env,
+        "venv": venv,
+        "torch": torch,
+        "flashinfer": flashinfer,
+    }
+    if p["probe"]:
+        res = commands.run([venv["python"], "-c", flashinfer_probe.PROBE_SCRIPT], env=env, timeout=600)
+        try:
+            probe = flashinfer_probe.parse_probe_output(res.stdout)
+        except ValueError as exc:
+            module.fail_json(msg="FlashInfer probe in %s printed no result: %s" % (p["venv"], exc), **res.as_dict())
+        comparable = "FLASHINFER_CUDA_ARCH_LIST" in env or (bool(ccs) and probe.get("gpu_count") == len(ccs))
+        probe["agrees"], probe["differences"] = flashinfer_probe.compare(flashinfer, probe, comparable)
+        probe["archs_compared"] = comparable
+        facts["probe"] = probe
+    module.exit_json(changed=False, ansible_facts={"blackwell_cuda": facts}, commands_run=run.calls)
+
+
+def main():
+    run_module()
+
+
+if __name__ == "__main__":
+    main()

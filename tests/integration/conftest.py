@@ -1,0 +1,68 @@
+"""Shared helpers: run the collection's modules through Ansible, build the oracle venv."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+NVIDIA_SMI_DOUBLE = os.path.join(FIXTURES, "bin", "nvidia-smi")
+CACHE = os.environ.get("BLACKWELL_CACHE_DIR", "/var/cache/blackwell-inference")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def ansible_module(module, args, extra_env=None, extra_args=()):
+    """Run `ansible localhost -m blackwell.inference.<module>` and return its result dict."""
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+        ANSIBLE_LOCALHOST_WARNING="0",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+    )
+    env.update(extra_env or {})
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
+         "-m", "blackwell.inference." + module, "-a", json.dumps(args), *extra_args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False,
+    )
+    try:
+        out = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError("ansible printed no JSON (rc=%s):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
+    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def _python311():
+    for cand in ("python3.11", os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3")):
+        path = shutil.which(cand) or (cand if os.path.exists(cand) else None)
+        if path:
+            return path
+    return None
+
+
+@pytest.fixture(scope="session")
+def oracle_venv():
+    """A venv with real flashinfer-python 0.7.2.post1 + CPU torch 2.13.0, cached by its inputs."""
+    reqs = [os.path.join(HERE, "oracle-requirements.txt"), os.path.join(HERE, "oracle-flashinfer.txt")]
+    python = _python311()
+    if python is None:
+        pytest.fail("the oracle needs Python 3.11 (the CPU torch wheel on this machine kind is cp311)")
+    digest = hashlib.sha256(b"".join(open(r, "rb").read() for r in reqs) + python.encode()).hexdigest()[:12]
+    venv = os.path.join(CACHE, "oracle-venv-" + digest)
+    if not os.path.exists(os.path.join(venv, ".complete")):
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([python, "-m", "venv", venv], check=True)
+        pip = [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run(pip + ["-r", reqs[0]], check=True)
+        subprocess.run(pip + ["--no-deps", "-r", reqs[1]], check=True)
+        open(os.path.join(venv, ".complete"), "w").close()
+    return venv

@@ -1,0 +1,103 @@
+"""cuda_facts through Ansible (`ansible localhost -m`), with the nvidia-smi double for ct200."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from .conftest import BIN, NVIDIA_SMI_DOUBLE, ROOT, ansible_module
+
+
+def double(tmp_path, **cfg):
+    path = tmp_path / "nvidia-smi.json"
+    path.write_text(json.dumps(cfg))
+    return {"NVIDIA_SMI_DOUBLE_CONFIG": str(path)}
+
+
+def test_ct200_gpus_and_driver(tmp_path):
+    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.2.post1",
+                                        "environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}}, double(tmp_path))
+    assert res["changed"] is False
+    facts = res["ansible_facts"]["blackwell_cuda"]
+    assert len(facts["gpus"]) == 8
+    assert {g["name"] for g in facts["gpus"]} == {"NVIDIA RTX PRO 6000 Blackwell Server Edition"}
+    assert facts["compute_capabilities"] == ["12.0"]
+    assert facts["driver"]["version"] == "580.95.05" and facts["driver"]["cuda_version"] == "13.0"
+    assert facts["environment"]["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    assert [t["version"] for t in facts["toolkits"] if t["path"] == "/usr/local/cuda-13.0"] == ["13.0"]
+    fi = facts["flashinfer"]
+    assert fi["accepted"] is True and fi["target_archs"] == ["120f"] and fi["cuda_version"] == "13.0"
+    # one nvidia-smi call per detection
+    assert sum(1 for c in res["commands_run"] if c[0].endswith("nvidia-smi")) == 1
+
+
+def test_mixed_fleet_strict_flashinfer(tmp_path):
+    cfg = double(tmp_path, gpus=[{"name": "NVIDIA H200", "compute_cap": "9.0", "memory_mib": 143771},
+                                 {"name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "compute_cap": "12.0"}])
+    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.0",
+                                        "torch_cuda": "13.0", "environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}}, cfg)
+    facts = res["ansible_facts"]["blackwell_cuda"]
+    assert facts["compute_capabilities"] == ["9.0", "12.0"]
+    assert facts["flashinfer"]["target_archs"] == ["90a", "120f"] and facts["flashinfer"]["accepted"]
+
+
+@pytest.mark.parametrize(
+    "cfg,present,error",
+    [
+        ({"mode": "no_driver"}, False, "cannot talk to the NVIDIA driver"),
+        ({"mode": "no_devices"}, True, "no NVIDIA GPU was found"),
+        ({"mode": "legacy", "driver_version": "470.256.02"}, True, "compute capability unknown"),
+    ],
+)
+def test_driver_states_are_facts_not_failures(tmp_path, cfg, present, error):
+    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE}, double(tmp_path, **cfg))
+    assert not res.get("failed"), res.get("msg")
+    driver = res["ansible_facts"]["blackwell_cuda"]["driver"]
+    assert driver["present"] is present and error in driver["error"]
+
+
+def test_missing_nvidia_smi():
+    res = ansible_module("cuda_facts", {"nvidia_smi": "/nonexistent/nvidia-smi"})
+    facts = res["ansible_facts"]["blackwell_cuda"]
+    assert facts["gpus"] == [] and facts["driver"]["present"] is False
+
+
+def test_malformed_output_fails_with_command_attached(tmp_path):
+    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE}, double(tmp_path, mode="garbage"))
+    assert res["failed"] and "unexpected nvidia-smi output" in res["msg"]
+    assert res["rc"] == 0 and "Segmentation fault" in res["stdout"] and res["cmd"][0] == NVIDIA_SMI_DOUBLE
+
+
+def test_not_a_venv(tmp_path):
+    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "venv": str(tmp_path)})
+    assert res["failed"] and "is not a Python virtual environment" in res["msg"]
+    assert "Traceback" not in json.dumps(res)
+
+
+def test_probe_needs_venv():
+    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "probe": True})
+    assert res["failed"] and "probe=true needs venv" in res["msg"]
+
+
+def test_non_executable_nvcc_in_toolkit_root(tmp_path):
+    nvcc = tmp_path / "cuda-12.8" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\necho release 12.8,\n")
+    nvcc.chmod(0o644)
+    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "toolkit_root": str(tmp_path)})
+    tk = res["ansible_facts"]["blackwell_cuda"]["toolkits"]
+    assert tk[0]["version"] is None and tk[0]["nvcc_error"].startswith("PermissionError")
+
+
+def test_check_mode():
+    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE}, extra_args=["--check"])
+    assert res["changed"] is False and res["invocation"]["module_args"]["probe"] is False and len(res["ansible_facts"]["blackwell_cuda"]["gpus"]) == 8
+
+
+def test_ansible_doc_renders():
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+    out = subprocess.run([os.path.join(BIN, "ansible-doc"), "blackwell.inference.cuda_facts"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    for section in ("OPTIONS", "EXAMPLES:", "RETURN VALUES:", "nvidia_smi", "blackwell_cuda", "probe"):
+        assert section in out

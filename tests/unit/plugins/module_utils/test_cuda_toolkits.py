@@ -1,0 +1,72 @@
+"""Toolkit scan over a real directory tree with real executables (nvcc banner doubles)."""
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_toolkits as ct
+
+from .fakehost import NVCC_12_8, NVCC_13_0
+
+
+def make_toolkit(root, version, banner, curand=True, stubs=True, executable=True):
+    home = root / ("cuda-" + version)
+    (home / "bin").mkdir(parents=True)
+    nvcc = home / "bin" / "nvcc"
+    nvcc.write_text("#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % banner)
+    nvcc.chmod(0o755 if executable else 0o644)
+    (home / "include").mkdir()
+    if curand:
+        for h in ct.CURAND_HEADERS:
+            (home / "include" / h).write_text("/* header */\n")
+    if stubs:
+        (home / "lib64" / "stubs").mkdir(parents=True)
+        (home / "lib64" / "stubs" / "libcuda.so").write_text("")
+    return home
+
+
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        (NVCC_13_0, ("13.0", "13.0.88")),
+        (NVCC_12_8, ("12.8", "12.8.93")),
+        ("Cuda compilation tools, release 11.8, V11.8.89\n", ("11.8", "11.8.89")),
+        ("gcc (Debian 12.2.0-14) 12.2.0\n", (None, None)),
+    ],
+)
+def test_banner(text, want):
+    assert ct.parse_nvcc_banner(text) == want
+
+
+def test_scan(tmp_path):
+    make_toolkit(tmp_path, "12.8", NVCC_12_8, curand=False, stubs=False)
+    make_toolkit(tmp_path, "13.0", NVCC_13_0)
+    make_toolkit(tmp_path, "12.9", NVCC_13_0, executable=False)
+    (tmp_path / "cuda-13").symlink_to("cuda-13.0")  # alternative links are not toolkits
+    (tmp_path / "cuda").symlink_to(tmp_path / "cuda-12.8")
+    dirs = ct.find_toolkit_dirs(str(tmp_path))
+    assert [os.path.basename(d) for d in dirs] == ["cuda-12.8", "cuda-12.9", "cuda-13.0"]
+    info = {os.path.basename(d): ct.describe_toolkit(d, commands.run) for d in dirs}
+    assert info["cuda-12.8"]["version"] == "12.8" and not info["cuda-12.8"]["has_curand_headers"]
+    assert info["cuda-13.0"]["version"] == "13.0" and info["cuda-13.0"]["release"] == "13.0.88"
+    assert info["cuda-13.0"]["has_curand_headers"] and info["cuda-13.0"]["has_driver_stubs"]
+    assert info["cuda-12.9"]["version"] is None and info["cuda-12.9"]["nvcc_error"].startswith("PermissionError")
+    default = ct.default_toolkit(str(tmp_path))
+    assert default["path"] == str(tmp_path / "cuda-12.8") and default["exists"]
+
+
+def test_no_root(tmp_path):
+    assert ct.find_toolkit_dirs(str(tmp_path / "missing")) == []
+    assert ct.default_toolkit(str(tmp_path)) is None
+
+
+def test_run_keeps_os_error_class(tmp_path):
+    script = tmp_path / "x"
+    script.write_text("#!/bin/sh\necho hi\n")
+    assert commands.run([str(script)]).os_error == "PermissionError"
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    res = commands.run([str(script)])
+    assert res.ok and res.stdout == "hi\n"
+    assert commands.run([str(tmp_path / "nope")]).os_error == "FileNotFoundError"
+    assert commands.run(["sh", "-c", "echo $FOO"], env={"FOO": "bar", "PATH": "/usr/bin:/bin"}).stdout == "bar\n"

@@ -1,0 +1,64 @@
+"""Versions read from a venv's files without importing anything."""
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import venv_info as vi
+
+# torch/version.py as shipped in the 2.13.0 CPU wheel on this machine and in a cu130 wheel.
+TORCH_CPU = """from typing import Optional
+
+__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'rocm', 'xpu']
+__version__ = '2.13.0+cpu'
+debug = False
+cuda: Optional[str] = None
+git_version = 'cf30153c4c131c8164ee7798e5022d810682e2cb'
+hip: Optional[str] = None
+"""
+TORCH_CU130 = TORCH_CPU.replace("2.13.0+cpu", "2.14.1+cu130").replace("cuda: Optional[str] = None", "cuda: Optional[str] = '13.0'")
+TORCH_OLD = "__version__ = '2.1.0+cu121'\ndebug = False\ncuda = '12.1'\n"
+
+
+@pytest.mark.parametrize(
+    "text,want",
+    [(TORCH_CPU, ("2.13.0+cpu", None)), (TORCH_CU130, ("2.14.1+cu130", "13.0")), (TORCH_OLD, ("2.1.0+cu121", "12.1")), ("", (None, None))],
+)
+def test_torch_version_py(text, want):
+    assert vi.parse_torch_version_py(text) == want
+
+
+def make_venv(root, packages, torch_text=None):
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "python").write_text("")
+    (root / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    sp = root / "lib" / "python3.11" / "site-packages"
+    sp.mkdir(parents=True)
+    for name, version in packages.items():
+        d = sp / ("%s-%s.dist-info" % (name.replace("-", "_"), version))
+        d.mkdir()
+        (d / "METADATA").write_text("Metadata-Version: 2.1\nName: %s\nVersion: %s\n\nlong description\nVersion: 9\n" % (name, version))
+    if torch_text is not None:
+        (sp / "torch").mkdir()
+        (sp / "torch" / "version.py").write_text(torch_text)
+    return root
+
+
+def test_venv(tmp_path):
+    venv = make_venv(tmp_path / "v", {"flashinfer_python": "0.7.0", "torch": "2.14.1+cu130", "SGLang": "0.5.21"}, TORCH_CU130)
+    assert vi.check_venv(str(venv)).endswith("bin/python")
+    sites = vi.site_packages(str(venv))
+    assert vi.installed_versions(sites) == {"flashinfer-python": "0.7.0", "torch": "2.14.1+cu130", "sglang": "0.5.21"}
+    assert vi.torch_info(sites) == {"version": "2.14.1+cu130", "cuda": "13.0"}
+
+
+@pytest.mark.parametrize(
+    "setup,message",
+    [("missing", "does not exist"), ("plain", "no pyvenv.cfg"), ("nopython", "has no bin/python")],
+)
+def test_not_a_venv(tmp_path, setup, message):
+    path = tmp_path / "v"
+    if setup != "missing":
+        path.mkdir()
+    if setup == "nopython":
+        (path / "pyvenv.cfg").write_text("")
+    with pytest.raises(vi.VenvError, match=message):
+        vi.check_venv(str(path))
