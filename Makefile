@@ -21,12 +21,13 @@ INVENTORY ?= inventories/lab/hosts.yml
 LIMIT ?= all
 PLAYBOOK_ARGS ?=
 
-.PHONY: help venv collection demo verify test lint sanity unit integration clean
+.PHONY: help venv collection demo verify test lint sanity unit integration bench clean
 
 help:
 	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
 	@echo "make test   - ansible-lint, yamllint, ruff, ansible-test sanity, pytest (unit + integration)"
 	@echo "make verify - only the read-only checks (--tags verify)"
+	@echo "make bench  - cuda_facts timings against a baseline"
 
 $(BIN)/.installed: requirements.txt
 	@mkdir -p $(PIP_CACHE_DIR)
@@ -68,6 +69,10 @@ integration: collection
 # pytest last, so CI's closing line is pytest's summary.
 test: lint sanity
 	$(BIN)/pytest tests/unit tests/integration
+
+# Timings with a baseline in the same run (not a test).
+bench: collection
+	$(BIN)/python tests/benchmark/bench_cuda_facts.py
 
 clean:
 	rm -rf .collections tests/output .pytest_cache .ruff_cache

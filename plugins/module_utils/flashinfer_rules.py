@@ -1,6 +1,5 @@
-# -*- coding: utf-8 -*-
 # Copyright: blackwell.inference contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Predict what FlashInfer computes for its CUDA home, CUDA version and target archs.
 
 Re-implemented from reading flashinfer-python 0.4.0, 0.5.0, 0.6.6, 0.6.7(.post1-3), 0.6.8,
@@ -15,6 +14,7 @@ those of the service's own process: `which nvcc` and `<home>/bin/nvcc --version`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 
@@ -178,8 +178,8 @@ def parse_arch_list(band, value, cuda_version):
         major_s, minor = parts
         try:
             major = int(major_s)
-        except ValueError:
-            raise FlashInferError("ValueError", "invalid literal for int() with base 10: %r: FLASHINFER_CUDA_ARCH_LIST entry %r" % (major_s, entry))
+        except ValueError as exc:
+            raise FlashInferError("ValueError", "invalid literal for int() with base 10: %r: FLASHINFER_CUDA_ARCH_LIST entry %r" % (major_s, entry)) from exc
         if band == BAND_LEGACY:
             archs.add((major, minor))
             continue
@@ -190,8 +190,8 @@ def parse_arch_list(band, value, cuda_version):
             continue
         try:
             minor_i = int(minor)
-        except ValueError:
-            raise FlashInferError("ValueError", "invalid literal for int() with base 10: %r: FLASHINFER_CUDA_ARCH_LIST entry %r" % (minor, entry))
+        except ValueError as exc:
+            raise FlashInferError("ValueError", "invalid literal for int() with base 10: %r: FLASHINFER_CUDA_ARCH_LIST entry %r" % (minor, entry)) from exc
         archs.add(normalize_arch(band, major, minor_i, cuda_version))
     return archs
 
@@ -303,10 +303,8 @@ def predict(env, run, fi_version, torch_cuda, ccs, exists=os.path.exists, home_d
     except FlashInferError as exc:
         version_error.append(exc)
         # the home may still be known when only the version failed
-        try:
+        with contextlib.suppress(FlashInferError):
             res["cuda_home"], res["cuda_home_source"] = resolve_cuda_home(env, run, fi_version, exists=exists)
-        except FlashInferError:
-            pass
 
     def fail(exc, stage):
         res["error"], res["error_kind"], res["error_stage"] = exc.message, exc.kind, stage
@@ -322,7 +320,9 @@ def predict(env, run, fi_version, torch_cuda, ccs, exists=os.path.exists, home_d
         archs, swallowed = detect_archs(band, ccs, cuda_version)
         if swallowed is not None:
             fail(swallowed, "detection")
-            res["notes"].append("FlashInfer logs 'Failed to get device capability: %s' and goes on with archs %s" % (swallowed.message, sorted_arch_names(archs) or "[]"))
+            res["notes"].append(
+                "FlashInfer logs 'Failed to get device capability: %s' and goes on with archs %s" % (swallowed.message, sorted_arch_names(archs) or "[]")
+            )
     res["target_archs"] = sorted_arch_names(archs)
     res["cache_dir"] = cache_dir(env, fi_version, archs, home_dir)
     eligible = any(m >= 8 or (m == 7 and n.isdigit() and int(n) >= 5) for m, n in archs)
@@ -332,7 +332,14 @@ def predict(env, run, fi_version, torch_cuda, ccs, exists=os.path.exists, home_d
             fail(FlashInferError("RuntimeError", MSG_SM75), "first_jit")
     uncovered = [cc for cc in ccs if not any(covers(a, cc) for a in archs)]
     if uncovered and res["error"] is None:
-        fail(FlashInferError("RuntimeError", "no target arch covers GPU compute capability %s (target archs: %s)" % (", ".join(sorted(set(uncovered))), " ".join(res["target_archs"]) or "none")), "first_jit")
+        fail(
+            FlashInferError(
+                "RuntimeError",
+                "no target arch covers GPU compute capability %s (target archs: %s)"
+                % (", ".join(sorted(set(uncovered))), " ".join(res["target_archs"]) or "none"),
+            ),
+            "first_jit",
+        )
     if version_error and res["error"] is None:
         # JIT compiles call get_cuda_version() again and fail the same way
         fail(version_error[0], "first_jit")

@@ -1,6 +1,5 @@
-# -*- coding: utf-8 -*-
 # Copyright: blackwell.inference contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parse one `nvidia-smi --query-gpu` call and the driver facts around it. Pure functions."""
 
 from __future__ import annotations
@@ -62,8 +61,7 @@ def parse_query(stdout, fields=QUERY_FIELDS):
             continue
         if len(row) != len(fields):
             raise NvidiaSmiError(
-                "line %d of nvidia-smi output has %d fields, expected %d (%s): %r"
-                % (lineno, len(row), len(fields), ",".join(fields), ",".join(row))
+                "line %d of nvidia-smi output has %d fields, expected %d (%s): %r" % (lineno, len(row), len(fields), ",".join(fields), ",".join(row))
             )
         rec = {f: _value(v) for f, v in zip(fields, row)}
         if rec["index"] is None or not rec["index"].isdigit():

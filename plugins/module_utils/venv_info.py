@@ -1,6 +1,5 @@
-# -*- coding: utf-8 -*-
 # Copyright: blackwell.inference contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read package versions from a venv's files, without importing anything (no torch import)."""
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: blackwell.inference contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ description:
   - Nothing is imported from the venv unless O(probe=true); torch's version and CUDA lane are
     read from C(torch/version.py).
 author:
-  - blackwell.inference maintainers
+  - Blackwell Inference maintainers (@blackwell-inference)
 options:
   nvidia_smi:
     description: Command name or path of C(nvidia-smi).
@@ -64,10 +63,13 @@ options:
     default: /usr/local
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
   facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 notes:
   - FlashInfer's rules were read from its sources; versions newer than 0.7.4 are predicted with
@@ -169,8 +171,10 @@ ansible_facts:
 """
 
 import os
+import pwd
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.blackwell.inference.plugins.module_utils import (
     commands,
     cuda_toolkits,
@@ -185,8 +189,7 @@ PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
 
 def gather_gpus(module, run):
     """(gpus, driver) from one nvidia-smi call (a second only for pre-R510 drivers)."""
-    driver = {"present": False, "version": None, "branch": None, "cuda_version": None,
-              "cuda_version_source": None, "open_kernel_module": None, "error": None}
+    driver = {"present": False, "version": None, "branch": None, "cuda_version": None, "cuda_version_source": None, "open_kernel_module": None, "error": None}
     nvsmi = module.params["nvidia_smi"]
     fields = nvidia_smi.QUERY_FIELDS
     res = run(nvidia_smi.query_argv(nvsmi, fields))
@@ -240,8 +243,7 @@ def gather_venv(module, venv):
     sites = venv_info.site_packages(venv)
     packages = venv_info.installed_versions(sites)
     wanted = ("sglang", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "torch", "sglang-kernel", "sgl-kernel")
-    info = {"path": venv, "python": python, "site_packages": sites,
-            "packages": {k: packages[k] for k in wanted if k in packages}}
+    info = {"path": venv, "python": python, "site_packages": sites, "packages": {k: packages[k] for k in wanted if k in packages}}
     return info, venv_info.torch_info(sites)
 
 
@@ -263,7 +265,7 @@ def run_module():
     env.setdefault("PATH", commands.SYSTEMD_DEFAULT_PATH)
     if p["probe"] and not p["venv"]:
         module.fail_json(msg="probe=true needs venv (the Python that runs FlashInfer)")
-    run = commands.CachingRunner()
+    run = commands.CachingRunner(commands.module_runner(module))
 
     gpus, driver = gather_gpus(module, run)
     toolkits, default = gather_toolkits(p["toolkit_root"], run)
@@ -273,12 +275,17 @@ def run_module():
     torch_cuda = torch["cuda"] if torch else p["torch_cuda"]
     ccs = flashinfer_rules.visible_ccs(gpus, env)
     if fi_version:
-        flashinfer = flashinfer_rules.predict(env, run, fi_version, torch_cuda, ccs, home_dir=os.path.expanduser("~"))
+        flashinfer = flashinfer_rules.predict(env, run, fi_version, torch_cuda, ccs, home_dir=pwd.getpwuid(os.getuid()).pw_dir)
     else:
-        flashinfer = {"version": None, "accepted": False, "target_archs": [],
-                      "error": "flashinfer-python is not installed in venv=%s (set flashinfer_version to predict anyway)" % p["venv"]
-                      if p["venv"] else "no venv given (set venv or flashinfer_version)",
-                      "error_stage": "version"}
+        flashinfer = {
+            "version": None,
+            "accepted": False,
+            "target_archs": [],
+            "error": "flashinfer-python is not installed in venv=%s (set flashinfer_version to predict anyway)" % p["venv"]
+            if p["venv"]
+            else "no venv given (set venv or flashinfer_version)",
+            "error_stage": "version",
+        }
     facts = {
         "gpus": gpus,
         "compute_capabilities": nvidia_smi.summarize_gpus(gpus),
@@ -291,7 +298,7 @@ def run_module():
         "flashinfer": flashinfer,
     }
     if p["probe"]:
-        res = commands.run([venv["python"], "-c", flashinfer_probe.PROBE_SCRIPT], env=env, timeout=600)
+        res = run([venv["python"], "-c", flashinfer_probe.PROBE_SCRIPT], env=env, timeout=600)
         try:
             probe = flashinfer_probe.parse_probe_output(res.stdout)
         except ValueError as exc:

@@ -30,14 +30,30 @@ def ansible_module(module, args, extra_env=None, extra_args=()):
     )
     env.update(extra_env or {})
     proc = subprocess.run(
-        [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
-         "-m", "blackwell.inference." + module, "-a", json.dumps(args), *extra_args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False,
+        [
+            os.path.join(BIN, "ansible"),
+            "localhost",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-m",
+            "blackwell.inference." + module,
+            "-a",
+            json.dumps(args),
+            *extra_args,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     try:
         out = json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError("ansible printed no JSON (rc=%s):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
+    except ValueError as exc:
+        raise AssertionError("ansible printed no JSON (rc=%s):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)) from exc
     return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
@@ -56,13 +72,17 @@ def oracle_venv():
     python = _python311()
     if python is None:
         pytest.fail("the oracle needs Python 3.11 (the CPU torch wheel on this machine kind is cp311)")
-    digest = hashlib.sha256(b"".join(open(r, "rb").read() for r in reqs) + python.encode()).hexdigest()[:12]
-    venv = os.path.join(CACHE, "oracle-venv-" + digest)
+    digest = hashlib.sha256(python.encode())
+    for r in reqs:
+        with open(r, "rb") as fh:
+            digest.update(fh.read())
+    venv = os.path.join(CACHE, "oracle-venv-" + digest.hexdigest()[:12])
     if not os.path.exists(os.path.join(venv, ".complete")):
         shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([python, "-m", "venv", venv], check=True)
         pip = [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        subprocess.run(pip + ["-r", reqs[0]], check=True)
-        subprocess.run(pip + ["--no-deps", "-r", reqs[1]], check=True)
-        open(os.path.join(venv, ".complete"), "w").close()
+        subprocess.run([*pip, "-r", reqs[0]], check=True)
+        subprocess.run([*pip, "--no-deps", "-r", reqs[1]], check=True)
+        with open(os.path.join(venv, ".complete"), "w"):
+            pass
     return venv

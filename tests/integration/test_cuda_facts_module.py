@@ -16,8 +16,11 @@ def double(tmp_path, **cfg):
 
 
 def test_ct200_gpus_and_driver(tmp_path):
-    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.2.post1",
-                                        "environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}}, double(tmp_path))
+    res = ansible_module(
+        "cuda_facts",
+        {"nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.2.post1", "environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}},
+        double(tmp_path),
+    )
     assert res["changed"] is False
     facts = res["ansible_facts"]["blackwell_cuda"]
     assert len(facts["gpus"]) == 8
@@ -33,10 +36,18 @@ def test_ct200_gpus_and_driver(tmp_path):
 
 
 def test_mixed_fleet_strict_flashinfer(tmp_path):
-    cfg = double(tmp_path, gpus=[{"name": "NVIDIA H200", "compute_cap": "9.0", "memory_mib": 143771},
-                                 {"name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "compute_cap": "12.0"}])
-    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.0",
-                                        "torch_cuda": "13.0", "environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}}, cfg)
+    cfg = double(
+        tmp_path,
+        gpus=[
+            {"name": "NVIDIA H200", "compute_cap": "9.0", "memory_mib": 143771},
+            {"name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "compute_cap": "12.0"},
+        ],
+    )
+    res = ansible_module(
+        "cuda_facts",
+        {"nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.0", "torch_cuda": "13.0", "environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}},
+        cfg,
+    )
     facts = res["ansible_facts"]["blackwell_cuda"]
     assert facts["compute_capabilities"] == ["9.0", "12.0"]
     assert facts["flashinfer"]["target_archs"] == ["90a", "120f"] and facts["flashinfer"]["accepted"]
@@ -98,7 +109,8 @@ def test_check_mode():
 
 def test_ansible_doc_renders():
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
-    out = subprocess.run([os.path.join(BIN, "ansible-doc"), "blackwell.inference.cuda_facts"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [os.path.join(BIN, "ansible-doc"), "blackwell.inference.cuda_facts"], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout
     for section in ("OPTIONS", "EXAMPLES:", "RETURN VALUES:", "nvidia_smi", "blackwell_cuda", "probe"):
         assert section in out

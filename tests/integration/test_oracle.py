@@ -25,10 +25,12 @@ def tree(tmp_path_factory):
     """<t>/cuda-12.8/bin/nvcc (banner double), <t>/wrap/bin/nvcc (wrapper to the real 13.0 nvcc),
     <t>/noexec/bin/nvcc (not executable)."""
     t = tmp_path_factory.mktemp("cuda")
+
     def script(path, body, mode=0o755):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("#!/bin/sh\n" + body)
         path.chmod(mode)
+
     script(t / "cuda-12.8" / "bin" / "nvcc", "# TEST DOUBLE: banner of NVIDIA's CUDA 12.8 nvcc\ncat <<'EOF'\n%sEOF\n" % BANNER_12_8)
     script(t / "wrap" / "bin" / "nvcc", 'exec %s/bin/nvcc "$@"\n' % REAL_13)
     script(t / "noexec" / "bin" / "nvcc", "echo never\n", mode=0o644)
@@ -44,8 +46,7 @@ def _cases(t):
         ("empty CUDA_HOME", {"CUDA_HOME": "", "PATH": c128 + "/bin:" + BASE_PATH}, (c128, "PATH", "12.8", "nvcc")),
         ("nvcc only on PATH", {"PATH": REAL_13 + "/bin:" + BASE_PATH}, (REAL_13, "PATH", "13.0", "nvcc")),
         ("12.8 before 13.0 on PATH", {"PATH": c128 + "/bin:" + REAL_13 + "/bin:" + BASE_PATH}, (c128, "PATH", "12.8", "nvcc")),
-        ("wrapper nvcc in another bin dir", {"PATH": str(t / "wrap" / "bin") + ":" + BASE_PATH},
-         (str(t / "wrap"), "PATH", "13.0", "nvcc")),
+        ("wrapper nvcc in another bin dir", {"PATH": str(t / "wrap" / "bin") + ":" + BASE_PATH}, (str(t / "wrap"), "PATH", "13.0", "nvcc")),
         ("systemd default PATH finds /usr/local/bin/nvcc", {}, ("/usr/local", "PATH", "13.0", "nvcc")),
         ("nothing but /usr/local/cuda", {"PATH": BASE_PATH}, ("/usr/local/cuda", "default", "13.0", "nvcc")),
         ("nvcc not executable", {"CUDA_HOME": str(t / "noexec"), "PATH": BASE_PATH}, "PermissionError"),
@@ -58,7 +59,7 @@ CASE_NAMES = [c[0] for c in _cases(Path("/x"))]
 
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_lookup_agrees(oracle_venv, tree, name):
-    _, env, want = next(c for c in _cases(tree) if c[0] == name)
+    env, want = next(c[1:] for c in _cases(tree) if c[0] == name)
     res = ansible_module("cuda_facts", {"venv": oracle_venv, "probe": True, "environment": env, "nvidia_smi": NVIDIA_SMI_DOUBLE})
     assert not res.get("failed"), res.get("msg")
     facts = res["ansible_facts"]["blackwell_cuda"]
@@ -103,8 +104,7 @@ def test_arch_list_agrees(oracle_venv, tree, arch_list, home, archs, error_kind)
 def test_probe_reports_disagreement(oracle_venv, tree):
     """The comparison can fail: predicting for another FlashInfer version than the venv holds."""
     env = {"CUDA_HOME": str(tree / "cuda-12.8"), "PATH": BASE_PATH, "FLASHINFER_CUDA_ARCH_LIST": "12.0"}
-    res = ansible_module("cuda_facts", {"venv": oracle_venv, "probe": True, "environment": env,
-                                        "nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.0"})
+    res = ansible_module("cuda_facts", {"venv": oracle_venv, "probe": True, "environment": env, "nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.0"})
     probe = res["ansible_facts"]["blackwell_cuda"]["probe"]
     assert probe["agrees"] is False
     assert "import" in probe["differences"][0]

@@ -1,7 +1,9 @@
 """A table-driven stand-in for the commands flashinfer_rules runs (`which nvcc`, `<home>/bin/nvcc`)."""
 
 import os
+import subprocess
 
+from ansible_collections.blackwell.inference.plugins.module_utils import commands
 from ansible_collections.blackwell.inference.plugins.module_utils.commands import CommandResult
 
 # Real banners (nvcc --version). 13.0 was captured from the nvcc on this machine; 12.8 and 12.9
@@ -66,3 +68,9 @@ class FakeHost:
 def toolkit(version, root="/usr/local"):
     """{nvcc path: banner} for <root>/cuda-X.Y."""
     return {"%s/cuda-%s/bin/nvcc" % (root, version): BANNERS[version]}
+
+
+def real_run(argv, env=None, timeout=60):
+    """The module's runner without AnsibleModule: the same wrapped argv, really executed."""
+    proc = subprocess.run(commands.wrap(argv, env, timeout), capture_output=True, text=True, check=False)
+    return commands.interpret(argv, proc.returncode, proc.stdout, proc.stderr, timeout)

@@ -5,9 +5,9 @@ import stat
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_toolkits as ct
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_toolkits as ct
 
-from .fakehost import NVCC_12_8, NVCC_13_0
+from .fakehost import NVCC_12_8, NVCC_13_0, real_run
 
 
 def make_toolkit(root, version, banner, curand=True, stubs=True, executable=True):
@@ -47,7 +47,7 @@ def test_scan(tmp_path):
     (tmp_path / "cuda").symlink_to(tmp_path / "cuda-12.8")
     dirs = ct.find_toolkit_dirs(str(tmp_path))
     assert [os.path.basename(d) for d in dirs] == ["cuda-12.8", "cuda-12.9", "cuda-13.0"]
-    info = {os.path.basename(d): ct.describe_toolkit(d, commands.run) for d in dirs}
+    info = {os.path.basename(d): ct.describe_toolkit(d, real_run) for d in dirs}
     assert info["cuda-12.8"]["version"] == "12.8" and not info["cuda-12.8"]["has_curand_headers"]
     assert info["cuda-13.0"]["version"] == "13.0" and info["cuda-13.0"]["release"] == "13.0.88"
     assert info["cuda-13.0"]["has_curand_headers"] and info["cuda-13.0"]["has_driver_stubs"]
@@ -64,9 +64,14 @@ def test_no_root(tmp_path):
 def test_run_keeps_os_error_class(tmp_path):
     script = tmp_path / "x"
     script.write_text("#!/bin/sh\necho hi\n")
-    assert commands.run([str(script)]).os_error == "PermissionError"
+    assert real_run([str(script)]).os_error == "PermissionError"
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    res = commands.run([str(script)])
+    res = real_run([str(script)])
     assert res.ok and res.stdout == "hi\n"
-    assert commands.run([str(tmp_path / "nope")]).os_error == "FileNotFoundError"
-    assert commands.run(["sh", "-c", "echo $FOO"], env={"FOO": "bar", "PATH": "/usr/bin:/bin"}).stdout == "bar\n"
+    assert real_run([str(tmp_path / "nope")]).os_error == "FileNotFoundError"
+    # env -i: exactly the given environment, and argv[0] is looked up on *its* PATH
+    assert real_run(["sh", "-c", "echo $FOO:$HOME"], env={"FOO": "bar", "PATH": "/usr/bin:/bin"}).stdout == "bar:\n"
+    assert real_run(["x"], env={"PATH": str(tmp_path)}).stdout == "hi\n"
+    (tmp_path / "y").write_text("#!/bin/sh\n")
+    assert real_run(["y"], env={"PATH": str(tmp_path)}).os_error == "PermissionError"
+    assert real_run(["sleep", "5"], timeout=1).os_error == "TimeoutExpired"

@@ -45,10 +45,20 @@ EXPECTED = {
 }
 # Every released version the rows apply to, mapped to its band's expectations.
 VERSIONS = {
-    "0.4.0": "0.6.6", "0.5.3": "0.6.6", "0.6.6": "0.6.6",
-    "0.6.7": "0.6.7", "0.6.7.post2": "0.6.7", "0.6.7.post3": "0.6.7",
-    "0.6.8": "0.6.8", "0.6.11": "0.6.8", "0.6.18.post1": "0.6.8", "0.7.0": "0.6.8", "0.7.0.post1": "0.6.8",
-    "0.7.1": "0.7.1", "0.7.2.post1": "0.7.1", "0.7.4": "0.7.1",
+    "0.4.0": "0.6.6",
+    "0.5.3": "0.6.6",
+    "0.6.6": "0.6.6",
+    "0.6.7": "0.6.7",
+    "0.6.7.post2": "0.6.7",
+    "0.6.7.post3": "0.6.7",
+    "0.6.8": "0.6.8",
+    "0.6.11": "0.6.8",
+    "0.6.18.post1": "0.6.8",
+    "0.7.0": "0.6.8",
+    "0.7.0.post1": "0.6.8",
+    "0.7.1": "0.7.1",
+    "0.7.2.post1": "0.7.1",
+    "0.7.4": "0.7.1",
 }
 ROWS = [
     (ver, cuda, cc, EXPECTED[band][cc][cuda])
@@ -80,48 +90,111 @@ def test_detection_table(version, cuda, cc, expected):
 @pytest.mark.parametrize(
     "name,env,host,version,torch_cuda,want",
     [
-        ("CUDA_HOME wins", {"CUDA_HOME": "/usr/local/cuda-13.0", "CUDA_PATH": "/usr/local/cuda-12.8"},
-         FakeHost(files={**toolkit("13.0"), **toolkit("12.8")}), "0.7.2.post1", None,
-         ("/usr/local/cuda-13.0", "CUDA_HOME", "13.0", "nvcc")),
-        ("CUDA_PATH only", {"CUDA_PATH": "/usr/local/cuda-12.8"},
-         FakeHost(files=toolkit("12.8")), "0.7.2.post1", None,
-         ("/usr/local/cuda-12.8", "CUDA_PATH", "12.8", "nvcc")),
-        ("empty CUDA_HOME falls through to CUDA_PATH", {"CUDA_HOME": "", "CUDA_PATH": "/usr/local/cuda-13.0"},
-         FakeHost(files=toolkit("13.0")), "0.7.2.post1", None,
-         ("/usr/local/cuda-13.0", "CUDA_PATH", "13.0", "nvcc")),
-        ("empty CUDA_HOME falls through to PATH", {"CUDA_HOME": "", "PATH": "/usr/local/cuda-12.8/bin:/usr/bin"},
-         FakeHost(files=toolkit("12.8")), "0.7.0", None,
-         ("/usr/local/cuda-12.8", "PATH", "12.8", "nvcc")),
-        ("both empty: '' is returned, bin/nvcc is not found, torch fallback",
-         {"CUDA_HOME": "", "CUDA_PATH": "", "PATH": "/usr/local/cuda-13.0/bin"},
-         FakeHost(files=toolkit("13.0")), "0.7.2.post1", "13.0",
-         ("", "CUDA_PATH", "13.0", "torch")),
-        ("wrapper nvcc in /usr/local/bin gives home /usr/local", {"PATH": SYSTEMD_PATH},
-         FakeHost(files={"/usr/local/bin/nvcc": NVCC_13_0}), "0.7.2.post1", None,
-         ("/usr/local", "PATH", "13.0", "nvcc")),
-        ("first nvcc on PATH wins (the incident)", {"PATH": "/usr/local/cuda-12.8/bin:/usr/local/cuda-13.0/bin:/usr/bin"},
-         FakeHost(files={**toolkit("12.8"), **toolkit("13.0")}), "0.7.0", None,
-         ("/usr/local/cuda-12.8", "PATH", "12.8", "nvcc")),
-        ("nothing on PATH: /usr/local/cuda default (0.5.0+)", {"PATH": "/usr/bin"},
-         FakeHost(files={"/usr/local/cuda/bin/nvcc": NVCC_12_8}, dirs={"/usr/local/cuda"}), "0.6.6", None,
-         ("/usr/local/cuda", "default", "12.8", "nvcc")),
-        ("0.4.x has no default: 'Could not find nvcc' -> torch", {"PATH": "/usr/bin"},
-         FakeHost(files={"/usr/local/cuda/bin/nvcc": NVCC_12_8}, dirs={"/usr/local/cuda"}), "0.4.1", "12.8",
-         (None, None, "12.8", "torch")),
-        ("no nvcc, no default, torch cu130", {"PATH": "/usr/bin"}, FakeHost(), "0.7.2.post1", "13.0",
-         (None, None, "13.0", "torch")),
-        ("nvcc exits non-zero -> torch", {"CUDA_HOME": "/opt/cuda"},
-         FakeHost(files={"/opt/cuda/bin/nvcc": FAILS}), "0.7.2.post1", "12.9",
-         ("/opt/cuda", "CUDA_HOME", "12.9", "torch")),
-        ("banner without release -> torch", {"CUDA_HOME": "/opt/cuda"},
-         FakeHost(files={"/opt/cuda/bin/nvcc": "nvcc wrapper 1.0\n"}), "0.7.2.post1", "13.0",
-         ("/opt/cuda", "CUDA_HOME", "13.0", "torch")),
-        ("first 'release X.Y,' match wins", {"CUDA_HOME": "/opt/cuda"},
-         FakeHost(files={"/opt/cuda/bin/nvcc": NVCC_12_8 + NVCC_13_0}), "0.7.2.post1", None,
-         ("/opt/cuda", "CUDA_HOME", "12.8", "nvcc")),
-        ("`which` itself missing -> FileNotFoundError caught -> torch", {"PATH": "/nowhere"},
-         FakeHost(has_which=False), "0.7.2.post1", "13.0",
-         (None, None, "13.0", "torch")),
+        (
+            "CUDA_HOME wins",
+            {"CUDA_HOME": "/usr/local/cuda-13.0", "CUDA_PATH": "/usr/local/cuda-12.8"},
+            FakeHost(files={**toolkit("13.0"), **toolkit("12.8")}),
+            "0.7.2.post1",
+            None,
+            ("/usr/local/cuda-13.0", "CUDA_HOME", "13.0", "nvcc"),
+        ),
+        (
+            "CUDA_PATH only",
+            {"CUDA_PATH": "/usr/local/cuda-12.8"},
+            FakeHost(files=toolkit("12.8")),
+            "0.7.2.post1",
+            None,
+            ("/usr/local/cuda-12.8", "CUDA_PATH", "12.8", "nvcc"),
+        ),
+        (
+            "empty CUDA_HOME falls through to CUDA_PATH",
+            {"CUDA_HOME": "", "CUDA_PATH": "/usr/local/cuda-13.0"},
+            FakeHost(files=toolkit("13.0")),
+            "0.7.2.post1",
+            None,
+            ("/usr/local/cuda-13.0", "CUDA_PATH", "13.0", "nvcc"),
+        ),
+        (
+            "empty CUDA_HOME falls through to PATH",
+            {"CUDA_HOME": "", "PATH": "/usr/local/cuda-12.8/bin:/usr/bin"},
+            FakeHost(files=toolkit("12.8")),
+            "0.7.0",
+            None,
+            ("/usr/local/cuda-12.8", "PATH", "12.8", "nvcc"),
+        ),
+        (
+            "both empty: '' is returned, bin/nvcc is not found, torch fallback",
+            {"CUDA_HOME": "", "CUDA_PATH": "", "PATH": "/usr/local/cuda-13.0/bin"},
+            FakeHost(files=toolkit("13.0")),
+            "0.7.2.post1",
+            "13.0",
+            ("", "CUDA_PATH", "13.0", "torch"),
+        ),
+        (
+            "wrapper nvcc in /usr/local/bin gives home /usr/local",
+            {"PATH": SYSTEMD_PATH},
+            FakeHost(files={"/usr/local/bin/nvcc": NVCC_13_0}),
+            "0.7.2.post1",
+            None,
+            ("/usr/local", "PATH", "13.0", "nvcc"),
+        ),
+        (
+            "first nvcc on PATH wins (the incident)",
+            {"PATH": "/usr/local/cuda-12.8/bin:/usr/local/cuda-13.0/bin:/usr/bin"},
+            FakeHost(files={**toolkit("12.8"), **toolkit("13.0")}),
+            "0.7.0",
+            None,
+            ("/usr/local/cuda-12.8", "PATH", "12.8", "nvcc"),
+        ),
+        (
+            "nothing on PATH: /usr/local/cuda default (0.5.0+)",
+            {"PATH": "/usr/bin"},
+            FakeHost(files={"/usr/local/cuda/bin/nvcc": NVCC_12_8}, dirs={"/usr/local/cuda"}),
+            "0.6.6",
+            None,
+            ("/usr/local/cuda", "default", "12.8", "nvcc"),
+        ),
+        (
+            "0.4.x has no default: 'Could not find nvcc' -> torch",
+            {"PATH": "/usr/bin"},
+            FakeHost(files={"/usr/local/cuda/bin/nvcc": NVCC_12_8}, dirs={"/usr/local/cuda"}),
+            "0.4.1",
+            "12.8",
+            (None, None, "12.8", "torch"),
+        ),
+        ("no nvcc, no default, torch cu130", {"PATH": "/usr/bin"}, FakeHost(), "0.7.2.post1", "13.0", (None, None, "13.0", "torch")),
+        (
+            "nvcc exits non-zero -> torch",
+            {"CUDA_HOME": "/opt/cuda"},
+            FakeHost(files={"/opt/cuda/bin/nvcc": FAILS}),
+            "0.7.2.post1",
+            "12.9",
+            ("/opt/cuda", "CUDA_HOME", "12.9", "torch"),
+        ),
+        (
+            "banner without release -> torch",
+            {"CUDA_HOME": "/opt/cuda"},
+            FakeHost(files={"/opt/cuda/bin/nvcc": "nvcc wrapper 1.0\n"}),
+            "0.7.2.post1",
+            "13.0",
+            ("/opt/cuda", "CUDA_HOME", "13.0", "torch"),
+        ),
+        (
+            "first 'release X.Y,' match wins",
+            {"CUDA_HOME": "/opt/cuda"},
+            FakeHost(files={"/opt/cuda/bin/nvcc": NVCC_12_8 + NVCC_13_0}),
+            "0.7.2.post1",
+            None,
+            ("/opt/cuda", "CUDA_HOME", "12.8", "nvcc"),
+        ),
+        (
+            "`which` itself missing -> FileNotFoundError caught -> torch",
+            {"PATH": "/nowhere"},
+            FakeHost(has_which=False),
+            "0.7.2.post1",
+            "13.0",
+            (None, None, "13.0", "torch"),
+        ),
     ],
 )
 def test_cuda_lookup(name, env, host, version, torch_cuda, want):
@@ -134,8 +207,13 @@ def test_cuda_lookup(name, env, host, version, torch_cuda, want):
 @pytest.mark.parametrize(
     "name,host,torch_cuda,kind,message",
     [
-        ("nvcc not executable: PermissionError is not caught",
-         FakeHost(files={"/opt/cuda/bin/nvcc": NOT_EXECUTABLE}), "13.0", "PermissionError", "Permission denied"),
+        (
+            "nvcc not executable: PermissionError is not caught",
+            FakeHost(files={"/opt/cuda/bin/nvcc": NOT_EXECUTABLE}),
+            "13.0",
+            "PermissionError",
+            "Permission denied",
+        ),
         ("no nvcc and a CPU torch", FakeHost(), None, "RuntimeError", fr.MSG_NO_TORCH_CUDA),
     ],
 )
@@ -197,8 +275,12 @@ def test_incident_ct200():
     assert res["error"] == E129 and res["error_stage"] == "detection" and not res["accepted"]
     assert res["symptom"] == "FlashInfer requires GPUs with sm75 or higher. Detected TARGET_CUDA_ARCHS=[]."
     # the fix: CUDA 13.0 first and the arch pinned
-    env = {"CUDA_HOME": "/usr/local/cuda-13.0", "PATH": "/usr/local/cuda-13.0/bin:" + SYSTEMD_PATH,
-           "FLASHINFER_CUDA_ARCH_LIST": "12.0a", "FLASHINFER_WORKSPACE_BASE": "/var/cache/sglang"}
+    env = {
+        "CUDA_HOME": "/usr/local/cuda-13.0",
+        "PATH": "/usr/local/cuda-13.0/bin:" + SYSTEMD_PATH,
+        "FLASHINFER_CUDA_ARCH_LIST": "12.0a",
+        "FLASHINFER_WORKSPACE_BASE": "/var/cache/sglang",
+    }
     res = fr.predict(env, host, "0.7.0", "12.8", ["12.0"] * 8, exists=host.exists)
     assert res["accepted"] and res["target_archs"] == ["120a"] and res["cuda_version"] == "13.0"
     assert res["cache_dir"] == "/var/cache/sglang/.cache/flashinfer/0.7.0/120a"
@@ -226,8 +308,7 @@ def test_legacy_band_needs_no_cuda_version():
 
 
 def test_visible_devices():
-    gpus = [{"index": 0, "uuid": "GPU-aaa", "compute_capability": "9.0"},
-            {"index": 1, "uuid": "GPU-bbb", "compute_capability": "12.0"}]
+    gpus = [{"index": 0, "uuid": "GPU-aaa", "compute_capability": "9.0"}, {"index": 1, "uuid": "GPU-bbb", "compute_capability": "12.0"}]
     assert fr.visible_ccs(gpus, {}) == ["9.0", "12.0"]
     assert fr.visible_ccs(gpus, {"CUDA_VISIBLE_DEVICES": "1"}) == ["12.0"]
     assert fr.visible_ccs(gpus, {"CUDA_VISIBLE_DEVICES": "GPU-bbb,0"}) == ["12.0", "9.0"]
@@ -237,9 +318,17 @@ def test_visible_devices():
 
 @pytest.mark.parametrize(
     "version,band",
-    [("0.3.1", None), ("0.4.0", fr.BAND_LEGACY), ("0.6.6", fr.BAND_LEGACY), ("0.6.7.post2", fr.BAND_067),
-     ("0.6.8", fr.BAND_STRICT), ("0.7.0.post1", fr.BAND_STRICT), ("0.7.1", fr.BAND_CURRENT),
-     ("0.9.0", fr.BAND_CURRENT), ("garbage", None)],
+    [
+        ("0.3.1", None),
+        ("0.4.0", fr.BAND_LEGACY),
+        ("0.6.6", fr.BAND_LEGACY),
+        ("0.6.7.post2", fr.BAND_067),
+        ("0.6.8", fr.BAND_STRICT),
+        ("0.7.0.post1", fr.BAND_STRICT),
+        ("0.7.1", fr.BAND_CURRENT),
+        ("0.9.0", fr.BAND_CURRENT),
+        ("garbage", None),
+    ],
 )
 def test_bands(version, band):
     assert fr.arch_band(version) == band

@@ -8,21 +8,34 @@ UUID = "GPU-5d1b2c3e-8f4a-4b6c-9d0e-%012d"
 
 # --query-gpu=index,name,uuid,compute_cap,driver_version,memory.total --format=csv,noheader,nounits
 OUTPUTS = [
-    ("R580 8x RTX PRO 6000 (ct200)",
-     "".join("%d, NVIDIA RTX PRO 6000 Blackwell Server Edition, %s, 12.0, 580.95.05, 97887\n" % (i, UUID % i) for i in range(8)),
-     8, ["12.0"], "580.95.05", 97887),
-    ("R570 B200",
-     "0, NVIDIA B200, %s, 10.0, 570.124.06, 183359\n1, NVIDIA B200, %s, 10.0, 570.124.06, 183359\n" % (UUID % 0, UUID % 1),
-     2, ["10.0"], "570.124.06", 183359),
-    ("R535 H100 SXM",
-     "0, NVIDIA H100 80GB HBM3, %s, 9.0, 535.183.01, 81559\n" % (UUID % 0), 1, ["9.0"], "535.183.01", 81559),
-    ("R550 L40S",
-     "0, NVIDIA L40S, %s, 8.9, 550.127.05, 46068\n" % (UUID % 0), 1, ["8.9"], "550.127.05", 46068),
-    ("R580 GB10 (unified memory reports [N/A])",
-     "0, NVIDIA GB10, %s, 12.1, 580.95.05, [N/A]\n" % (UUID % 0), 1, ["12.1"], "580.95.05", None),
-    ("mixed fleet H200 + RTX PRO 6000, CRLF and trailing blank line",
-     "0, NVIDIA H200, %s, 9.0, 580.95.05, 143771\r\n1, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, %s, 12.0, 580.95.05, 97887\r\n\n" % (UUID % 0, UUID % 1),
-     2, ["9.0", "12.0"], "580.95.05", 143771),
+    (
+        "R580 8x RTX PRO 6000 (ct200)",
+        "".join("%d, NVIDIA RTX PRO 6000 Blackwell Server Edition, %s, 12.0, 580.95.05, 97887\n" % (i, UUID % i) for i in range(8)),
+        8,
+        ["12.0"],
+        "580.95.05",
+        97887,
+    ),
+    (
+        "R570 B200",
+        "0, NVIDIA B200, %s, 10.0, 570.124.06, 183359\n1, NVIDIA B200, %s, 10.0, 570.124.06, 183359\n" % (UUID % 0, UUID % 1),
+        2,
+        ["10.0"],
+        "570.124.06",
+        183359,
+    ),
+    ("R535 H100 SXM", "0, NVIDIA H100 80GB HBM3, %s, 9.0, 535.183.01, 81559\n" % (UUID % 0), 1, ["9.0"], "535.183.01", 81559),
+    ("R550 L40S", "0, NVIDIA L40S, %s, 8.9, 550.127.05, 46068\n" % (UUID % 0), 1, ["8.9"], "550.127.05", 46068),
+    ("R580 GB10 (unified memory reports [N/A])", "0, NVIDIA GB10, %s, 12.1, 580.95.05, [N/A]\n" % (UUID % 0), 1, ["12.1"], "580.95.05", None),
+    (
+        "mixed fleet H200 + RTX PRO 6000, CRLF and trailing blank line",
+        "0, NVIDIA H200, %s, 9.0, 580.95.05, 143771\r\n1, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, %s, 12.0, 580.95.05, 97887\r\n\n"
+        % (UUID % 0, UUID % 1),
+        2,
+        ["9.0", "12.0"],
+        "580.95.05",
+        143771,
+    ),
 ]
 
 
@@ -64,8 +77,13 @@ def test_malformed(stdout, message):
 @pytest.mark.parametrize(
     "rc,stdout,loaded,reason",
     [
-        (9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
-            "latest NVIDIA driver is installed and running.\n\n", False, "cannot talk to the NVIDIA driver"),
+        (
+            9,
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+            "latest NVIDIA driver is installed and running.\n\n",
+            False,
+            "cannot talk to the NVIDIA driver",
+        ),
         (6, "No devices were found\n", True, "no NVIDIA GPU was found"),
         (18, "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.95\n", False, "mismatch"),
         (255, "Unknown Error\n", None, "rc=255: Unknown Error"),
@@ -95,10 +113,16 @@ def test_driver_cuda_version(driver, api, want):
 @pytest.mark.parametrize(
     "text,want",
     [
-        ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U22-I3-AF03-09-1)  "
-         "Thu Sep 25 19:42:50 UTC 2025\nGCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)\n", True),
-        ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.127.05  Tue Oct  8 03:22:07 UTC 2024\n"
-         "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n", False),
+        (
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U22-I3-AF03-09-1)  "
+            "Thu Sep 25 19:42:50 UTC 2025\nGCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)\n",
+            True,
+        ),
+        (
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.127.05  Tue Oct  8 03:22:07 UTC 2024\n"
+            "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n",
+            False,
+        ),
         ("", None),
     ],
 )
