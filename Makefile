@@ -6,7 +6,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # Python >= 3.12 for ansible-core 2.21: first one found (pyenv ships 3.12/3.13 on this machine kind).
-PYTHON ?= $(firstword $(foreach p,python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3),$(shell command -v $(p) 2>/dev/null)) python3)
+PYTHON ?= $(shell for p in python3.12 python3.13 $(HOME)/.pyenv/versions/3.12*/bin/python3 $(HOME)/.pyenv/versions/3.13*/bin/python3 python3; do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 COLLECTION_LINK := .collections/ansible_collections/blackwell/inference
@@ -31,6 +32,7 @@ help:
 
 $(BIN)/.installed: requirements.txt
 	@mkdir -p $(PIP_CACHE_DIR)
+	@[ -n "$(PYTHON)" ] || { echo "no Python >= 3.12 found (set PYTHON=...)"; exit 1; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
