@@ -33,8 +33,7 @@ def timed(cmd, env=None):
 
 
 def main():
-    args = {"ANSIBLE_MODULE_ARGS": {"nvidia_smi": DOUBLE, "flashinfer_version": "0.7.2.post1",
-                                    "environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}}}
+    args = {"ANSIBLE_MODULE_ARGS": {"nvidia_smi": DOUBLE, "flashinfer_version": "0.7.2.post1", "environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}}}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(args, fh)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, ".collections"), ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
