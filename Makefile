@@ -16,13 +16,17 @@ CACHE_DIR ?= /var/cache/blackwell-inference
 export PIP_CACHE_DIR ?= $(CACHE_DIR)/pip
 export BLACKWELL_CACHE_DIR := $(CACHE_DIR)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# molecule writes its own ansible.cfg; this makes blackwell.inference resolve there too
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
+LAB_DIR ?= $(CACHE_DIR)/lab
+export LAB_DIR
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 INVENTORY ?= inventories/lab/hosts.yml
-LIMIT ?= all
+LIMIT ?= ct200
 PLAYBOOK_ARGS ?=
 
-.PHONY: help venv collection demo verify test lint sanity unit integration bench clean
+.PHONY: help venv collection lab-deps lab lab-destroy molecule demo verify test lint sanity unit integration bench clean
 
 help:
 	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
@@ -46,7 +50,28 @@ $(COLLECTION_LINK):
 
 collection: venv $(COLLECTION_LINK)
 
+# Host packages the lab needs (Debian): nspawn, debootstrap, repo tooling.
+LAB_PACKAGES := systemd-container debootstrap zstd dpkg-dev apt-utils gnupg openssh-client iproute2
+lab-deps:
+	@missing=$$(for p in $(LAB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing $$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+# The ct200 lab host: create + prepare, left running.
+lab: collection lab-deps
+	@tests/fixtures/lab/labctl.sh status ct200 0 || $(BIN)/molecule destroy   # stale molecule state: start clean
+	$(BIN)/molecule create
+	$(BIN)/molecule prepare
+	@echo "ct200 is up: ssh -F $(LAB_DIR)/ssh_config.ct200 ct200   (make lab-destroy to remove it)"
+
+lab-destroy: collection
+	$(BIN)/molecule destroy
+
+molecule: collection lab-deps
+	$(BIN)/molecule test
+
+# The main job. With the default (lab) inventory it brings ct200 up first if needed.
 demo: collection
+	@if [ "$(INVENTORY)" = inventories/lab/hosts.yml ] && ! tests/fixtures/lab/labctl.sh status ct200 0; then $(MAKE) lab; fi
 	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml -l '$(LIMIT)' $(PLAYBOOK_ARGS)
 	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml -l '$(LIMIT)' --tags verify $(PLAYBOOK_ARGS)
 
@@ -69,7 +94,7 @@ integration: collection
 	$(BIN)/pytest -q tests/integration
 
 # pytest last, so CI's closing line is pytest's summary.
-test: lint sanity
+test: lint sanity lab-deps
 	$(BIN)/pytest tests/unit tests/integration
 
 # Timings with a baseline in the same run (not a test).

@@ -257,7 +257,13 @@ def visible_ccs(gpus, env):
 def cache_dir(env, fi_version, archs, home_dir):
     """${FLASHINFER_WORKSPACE_BASE:-$HOME}/.cache/flashinfer/<version>/<archs joined by _>."""
     base = env.get("FLASHINFER_WORKSPACE_BASE", env.get("HOME", home_dir))
-    return os.path.join(base, ".cache", "flashinfer", fi_version, "_".join(sorted_arch_names(archs)))
+    # pathlib drops an empty arch part; 0.4.0 has no version part (0.5.0 has; 0.4.1 not read)
+    parts = [base, ".cache", "flashinfer"]
+    if release_tuple(fi_version) >= (0, 5, 0):
+        parts.append(fi_version)
+    if archs:
+        parts.append("_".join(sorted_arch_names(archs)))
+    return os.path.join(*parts)
 
 
 def predict(env, run, fi_version, torch_cuda, ccs, exists=os.path.exists, home_dir="/root"):
@@ -327,7 +333,8 @@ def predict(env, run, fi_version, torch_cuda, ccs, exists=os.path.exists, home_d
     res["cache_dir"] = cache_dir(env, fi_version, archs, home_dir)
     eligible = any(m >= 8 or (m == 7 and n.isdigit() and int(n) >= 5) for m, n in archs)
     if not eligible:
-        res["symptom"] = "%s. Detected TARGET_CUDA_ARCHS=%s." % (MSG_SM75, sorted(archs))
+        # 0.7.1+ re-detects first and names the (empty) set in the message
+        res["symptom"] = "%s. Detected TARGET_CUDA_ARCHS=%s." % (MSG_SM75, sorted(archs)) if rel >= (0, 7, 1) else MSG_SM75
         if res["error"] is None:
             fail(FlashInferError("RuntimeError", MSG_SM75), "first_jit")
     uncovered = [cc for cc in ccs if not any(covers(a, cc) for a in archs)]

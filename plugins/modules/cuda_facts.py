@@ -36,6 +36,13 @@ options:
       - When C(PATH) is missing, systemd's default PATH for services is used.
     type: dict
     default: {}
+  unit:
+    description:
+      - A systemd unit whose environment (C(Environment=) and C(EnvironmentFile=), as C(systemctl show)
+        reports them) is the environment wanted. O(environment) entries override it.
+      - The unit must be loaded; secrets read from its environment files are not returned
+        (only the keys FlashInfer reads are kept in C(blackwell_cuda.environment)).
+    type: str
   venv:
     description:
       - Path of the service's Python virtual environment. FlashInfer's and torch's versions are
@@ -84,6 +91,11 @@ EXAMPLES = r"""
       CUDA_HOME: /usr/local/cuda-13.0
       PATH: /usr/local/cuda-13.0/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
       FLASHINFER_CUDA_ARCH_LIST: "12.0a"
+
+- name: The environment of an existing unit, as systemd gives it to the service
+  blackwell.inference.cuda_facts:
+    unit: sglang-k26.service
+    venv: /root/venv_sglang211
 
 - name: Stop before the service crashes
   ansible.builtin.assert:
@@ -139,7 +151,7 @@ ansible_facts:
           type: dict
           returned: always
         environment:
-          description: The environment used for the prediction (C(PATH) filled in).
+          description: The keys of the environment FlashInfer reads (C(PATH) filled in), as used for the prediction.
           type: dict
           returned: always
         venv:
@@ -181,10 +193,39 @@ from ansible_collections.blackwell.inference.plugins.module_utils import (
     flashinfer_probe,
     flashinfer_rules,
     nvidia_smi,
+    systemd_env,
     venv_info,
 )
 
 PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
+# What FlashInfer and CUDA read from the environment; only these are returned (no secrets).
+REPORTED_KEYS = (
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "PATH",
+    "HOME",
+    "CUDA_VISIBLE_DEVICES",
+    "LD_LIBRARY_PATH",
+    "FLASHINFER_CUDA_ARCH_LIST",
+    "FLASHINFER_WORKSPACE_BASE",
+    "FLASHINFER_NVCC",
+    "SGLANG_CACHE_DIR",
+)
+
+
+def read_text(path):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
+def unit_environment(module, run, unit):
+    res = run(systemd_env.show_argv(unit))
+    if not res.ok:
+        module.fail_json(msg="cannot read the environment of unit %s" % unit, **res.as_dict())
+    props = systemd_env.parse_show(res.stdout)
+    if props.get("LoadState", ["not-found"])[0] != "loaded":
+        module.fail_json(msg="unit %s is not loaded (LoadState=%s)" % (unit, props.get("LoadState", ["?"])[0]), **res.as_dict())
+    return systemd_env.unit_environment(props, read_text)
 
 
 def gather_gpus(module, run):
@@ -252,6 +293,7 @@ def run_module():
         argument_spec=dict(
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             environment=dict(type="dict", default={}),
+            unit=dict(type="str"),
             venv=dict(type="path"),
             flashinfer_version=dict(type="str"),
             torch_cuda=dict(type="str"),
@@ -261,11 +303,12 @@ def run_module():
         supports_check_mode=True,
     )
     p = module.params
-    env = {str(k): str(v) for k, v in (p["environment"] or {}).items()}
-    env.setdefault("PATH", commands.SYSTEMD_DEFAULT_PATH)
     if p["probe"] and not p["venv"]:
         module.fail_json(msg="probe=true needs venv (the Python that runs FlashInfer)")
     run = commands.CachingRunner(commands.module_runner(module))
+    env, env_notes = unit_environment(module, run, p["unit"]) if p["unit"] else ({}, [])
+    env.update({str(k): str(v) for k, v in (p["environment"] or {}).items()})
+    env.setdefault("PATH", commands.SYSTEMD_DEFAULT_PATH)
 
     gpus, driver = gather_gpus(module, run)
     toolkits, default = gather_toolkits(p["toolkit_root"], run)
@@ -292,7 +335,8 @@ def run_module():
         "driver": driver,
         "toolkits": toolkits,
         "default_toolkit": default,
-        "environment": env,
+        "environment": {k: env[k] for k in REPORTED_KEYS if k in env},
+        "environment_notes": env_notes,
         "venv": venv,
         "torch": torch,
         "flashinfer": flashinfer,

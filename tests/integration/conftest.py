@@ -68,7 +68,7 @@ def _python311():
 @pytest.fixture(scope="session")
 def oracle_venv():
     """A venv with real flashinfer-python 0.7.2.post1 + CPU torch 2.13.0, cached by its inputs."""
-    reqs = [os.path.join(HERE, "oracle-requirements.txt"), os.path.join(HERE, "oracle-flashinfer.txt")]
+    reqs = [os.path.join(FIXTURES, "flashinfer-cpu-requirements.txt"), os.path.join(HERE, "oracle-flashinfer.txt")]
     python = _python311()
     if python is None:
         pytest.fail("the oracle needs Python 3.11 (the CPU torch wheel on this machine kind is cp311)")

@@ -84,7 +84,8 @@ def test_detection_table(version, cuda, cc, expected):
         assert res["error"] is None, res
         assert res["target_archs"] == [expected]
         assert res["accepted"] is True
-        assert res["cache_dir"] == "/root/.cache/flashinfer/%s/%s" % (version, expected)
+        versioned = "" if version == "0.4.0" else version + "/"  # 0.4.0's cache path has no version part
+        assert res["cache_dir"] == "/root/.cache/flashinfer/%s%s" % (versioned, expected)
 
 
 @pytest.mark.parametrize(
@@ -273,7 +274,7 @@ def test_incident_ct200():
     res = fr.predict(env, host, "0.7.0", "12.8", ["12.0"] * 8, exists=host.exists)
     assert res["cuda_home"] == "/usr/local/cuda-12.8" and res["cuda_version"] == "12.8"
     assert res["error"] == E129 and res["error_stage"] == "detection" and not res["accepted"]
-    assert res["symptom"] == "FlashInfer requires GPUs with sm75 or higher. Detected TARGET_CUDA_ARCHS=[]."
+    assert res["symptom"] == "FlashInfer requires GPUs with sm75 or higher"  # 0.7.1+ appends the detected set
     # the fix: CUDA 13.0 first and the arch pinned
     env = {
         "CUDA_HOME": "/usr/local/cuda-13.0",
@@ -341,3 +342,25 @@ def test_unmodelled_and_future_versions():
     assert old["error_stage"] == "version" and not old["accepted"]
     new = fr.predict(env, host, "0.8.0", None, ["12.0"], exists=host.exists)
     assert new["accepted"] and new["target_archs"] == ["120f"] and "newer than 0.7.4" in new["notes"][0]
+
+
+@pytest.mark.parametrize(
+    "env,version,archs,want",
+    [
+        ({"HOME": "/home/sglang"}, "0.7.2.post1", {(12, "0a")}, "/home/sglang/.cache/flashinfer/0.7.2.post1/120a"),
+        ({"FLASHINFER_WORKSPACE_BASE": "/var/cache/sglang"}, "0.7.0", {(9, "0a"), (12, "0f")}, "/var/cache/sglang/.cache/flashinfer/0.7.0/90a_120f"),
+        ({}, "0.7.2.post1", set(), "/root/.cache/flashinfer/0.7.2.post1"),  # pathlib drops the empty part
+        ({"FLASHINFER_WORKSPACE_BASE": ""}, "0.7.2.post1", {(12, "0a")}, ".cache/flashinfer/0.7.2.post1/120a"),
+        ({}, "0.4.0", {(12, "0a")}, "/root/.cache/flashinfer/120a"),
+    ],
+)
+def test_cache_dir(env, version, archs, want):
+    assert fr.cache_dir(env, version, archs, "/root") == want
+
+
+def test_sm75_message_per_version():
+    host = FakeHost(files=toolkit("12.8"))
+    env = {"CUDA_HOME": "/usr/local/cuda-12.8"}
+    new = fr.predict(env, host, "0.7.4", None, ["12.1"], exists=host.exists)
+    assert new["symptom"] == "FlashInfer requires GPUs with sm75 or higher. Detected TARGET_CUDA_ARCHS=[]."
+    assert new["error"] == E121

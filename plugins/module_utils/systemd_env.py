@@ -1,0 +1,76 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A unit's environment as systemd gives it to the service (`systemctl show`)."""
+
+from __future__ import annotations
+
+import shlex
+
+SHOW_PROPERTIES = ("LoadState", "Environment", "EnvironmentFiles")
+
+
+def show_argv(unit):
+    return ["systemctl", "show", "--no-pager"] + ["--property=%s" % p for p in SHOW_PROPERTIES] + ["--", unit]
+
+
+def parse_show(stdout):
+    """`systemctl show` KEY=VALUE lines -> dict (a property may repeat: EnvironmentFiles)."""
+    props = {}
+    for line in stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props.setdefault(key, []).append(value)
+    return props
+
+
+def parse_environment(value):
+    """systemd's Environment property ("A=1 "B=x y"") -> {"A": "1", "B": "x y"}; later wins."""
+    env = {}
+    for item in shlex.split(value or ""):
+        key, sep, val = item.partition("=")
+        if sep and key:
+            env[key] = val
+    return env
+
+
+def environment_files(values):
+    """EnvironmentFiles lines ("/etc/x (ignore_errors=yes)") -> [(path, ignore_errors)]."""
+    files = []
+    for value in values or []:
+        path, _sep, rest = value.partition(" (ignore_errors=")
+        if path:
+            files.append((path, rest.startswith("yes")))
+    return files
+
+
+def parse_env_file(text):
+    """KEY=VALUE lines of an EnvironmentFile (comments, blank lines, optional quotes, `export`)."""
+    env = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("export "):
+            line = line[7:].lstrip()
+        key, sep, val = line.partition("=")
+        if not sep:
+            continue
+        val = val.strip()
+        if len(val) >= 2 and val[0] == val[-1] and val[0] in "'\"":
+            val = val[1:-1]
+        env[key.strip()] = val
+    return env
+
+
+def unit_environment(props, read_file):
+    """Environment= of the unit, overridden by its EnvironmentFile= entries (systemd: "settings
+    from these files override settings made with Environment=")."""
+    env = parse_environment(" ".join(props.get("Environment", [])))
+    notes = []
+    for path, ignore in environment_files(props.get("EnvironmentFiles")):
+        try:
+            env.update(parse_env_file(read_file(path)))
+        except OSError as exc:
+            if not ignore:
+                notes.append("EnvironmentFile %s unreadable: %s" % (path, exc))
+    return env, notes

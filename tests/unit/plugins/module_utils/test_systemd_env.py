@@ -1,0 +1,52 @@
+"""A unit's environment from `systemctl show` (output captured from systemd 252, Debian 12)."""
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import systemd_env as se
+
+SHOW = (
+    "LoadState=loaded\n"
+    "Environment=PATH=/usr/local/cuda/bin:/root/venv_sglang211/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    ' HF_HOME=/root/.cache/huggingface "SGLANG_ARGS=--tp 8 --port 30000"\n'
+    "EnvironmentFiles=/etc/sglang/secrets.env (ignore_errors=no)\n"
+    "EnvironmentFiles=/etc/sglang/optional.env (ignore_errors=yes)\n"
+)
+
+
+def test_show():
+    props = se.parse_show(SHOW)
+    assert props["LoadState"] == ["loaded"]
+    env = se.parse_environment(props["Environment"][0])
+    assert env["PATH"].startswith("/usr/local/cuda/bin:") and env["SGLANG_ARGS"] == "--tp 8 --port 30000"
+    assert se.environment_files(props["EnvironmentFiles"]) == [("/etc/sglang/secrets.env", False), ("/etc/sglang/optional.env", True)]
+
+
+def test_not_found():
+    assert se.parse_show("LoadState=not-found\nEnvironment=\nEnvironmentFiles=\n")["LoadState"] == ["not-found"]
+
+
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("# comment\nHF_TOKEN=hf_abc\n\nexport CUDA_HOME=/usr/local/cuda-13.0\n", {"HF_TOKEN": "hf_abc", "CUDA_HOME": "/usr/local/cuda-13.0"}),
+        ("A='x y'\nB=\"z\"\nnot a line\n; also comment\n", {"A": "x y", "B": "z"}),
+    ],
+)
+def test_env_file(text, want):
+    assert se.parse_env_file(text) == want
+
+
+def test_files_override_environment_and_missing_files():
+    files = {"/etc/sglang/secrets.env": "PATH=/usr/local/cuda-13.0/bin:/usr/bin\nHF_TOKEN=x\n"}
+
+    def read(path):
+        if path not in files:
+            raise OSError("No such file")
+        return files[path]
+
+    env, notes = se.unit_environment(se.parse_show(SHOW), read)
+    assert env["PATH"] == "/usr/local/cuda-13.0/bin:/usr/bin" and env["HF_HOME"] == "/root/.cache/huggingface"
+    assert notes == []  # the missing optional file is ignore_errors=yes
+    files.clear()
+    _env, notes = se.unit_environment(se.parse_show(SHOW), read)
+    assert notes == ["EnvironmentFile /etc/sglang/secrets.env unreadable: No such file"]
