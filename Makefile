@@ -50,8 +50,8 @@ $(COLLECTION_LINK):
 
 collection: venv $(COLLECTION_LINK)
 
-# Host packages the lab needs (Debian): nspawn, debootstrap, repo tooling.
-LAB_PACKAGES := systemd-container debootstrap zstd dpkg-dev apt-utils gnupg openssh-client iproute2
+# Host packages the lab and the checks need (Debian): nspawn, debootstrap, repo tooling, shellcheck for sanity.
+LAB_PACKAGES := systemd-container debootstrap zstd dpkg-dev apt-utils gnupg openssh-client iproute2 shellcheck
 lab-deps:
 	@missing=$$(for p in $(LAB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
@@ -94,7 +94,7 @@ integration: collection
 	$(BIN)/pytest -q tests/integration
 
 # pytest last, so CI's closing line is pytest's summary.
-test: lint sanity lab-deps
+test: lab-deps lint sanity
 	$(BIN)/pytest tests/unit tests/integration
 
 # Timings with a baseline in the same run (not a test).

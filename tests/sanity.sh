@@ -21,7 +21,7 @@ print(re.search(r"pip='([0-9.]+)'", src).group(1))
 PY
 )
 mkdir -p ~/.ansible/test/cache
-install -m 0644 tests/offline_get_pip.py ~/.ansible/test/cache/get_pip_${pip_version//./_}.py
+install -m 0644 tests/offline_get_pip.py ~/.ansible/test/cache/get_pip_"${pip_version//./_}".py
 cd "$dest"
 # ansible-test wants a git work tree or none at all; give it a fresh one so it lists exactly these files
 git init -q && git add -A && git -c user.email=ci@localhost -c user.name=ci commit -qm sanity
