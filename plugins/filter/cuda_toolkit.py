@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -26,11 +25,11 @@ options:
     type: str
     required: true
   known:
-    description: Release table, C({release: {min_driver, packages: {name: version}}}).
+    description: "Release table, C({release: {min_driver, packages: {name: version}}})."
     type: dict
     required: true
   overrides:
-    description: Extra pins per release, C({release: {name: version}}).
+    description: "Extra pins per release, C({release: {name: version}})."
     type: dict
     default: {}
 """
@@ -43,13 +42,14 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: One entry per release - C(release), C(version) (X.Y) and C(packages) (name=version, in install order).
+  description: "One entry per release - C(release), C(version) (X.Y) and C(packages) (name=version, in install order)."
   type: list
   elements: dict
 """
 
-from ansible.errors import AnsibleFilterError
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan
+from ansible.errors import AnsibleFilterError  # noqa: E402 - after the documentation, as in every plugin
+
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan  # noqa: E402
 
 
 def cuda_package_plan(releases, components, known, overrides=None):
@@ -65,4 +65,9 @@ def cuda_driver_too_old(driver_version, min_driver):
 
 class FilterModule:
     def filters(self):
-        return {"cuda_package_plan": cuda_package_plan, "cuda_driver_too_old": cuda_driver_too_old}
+        return {
+            "cuda_package_plan": cuda_package_plan,
+            "cuda_driver_too_old": cuda_driver_too_old,
+            "cuda_toolkit_summary": cuda_plan.summarize,
+            "cuda_toolkit_line": cuda_plan.summary_line,
+        }

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which exact NVIDIA packages make up the toolkits wanted (pure logic, used by a filter)."""
@@ -9,8 +8,17 @@ import re
 
 RELEASE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 SLIM_COMPONENTS = (
-    "cuda-nvcc", "cuda-crt", "cuda-nvvm", "cuda-cudart", "cuda-cudart-dev", "cuda-cccl",
-    "libcurand", "libcurand-dev", "cuda-nvrtc", "cuda-nvrtc-dev", "cuda-driver-dev",
+    "cuda-nvcc",
+    "cuda-crt",
+    "cuda-nvvm",
+    "cuda-cudart",
+    "cuda-cudart-dev",
+    "cuda-cccl",
+    "libcurand",
+    "libcurand-dev",
+    "cuda-nvrtc",
+    "cuda-nvrtc-dev",
+    "cuda-driver-dev",
 )
 # Pull the driver or float: never part of a plan.
 FORBIDDEN = re.compile(r"^(cuda|cuda-\d+-\d+|cuda-runtime-.*|cuda-drivers.*|cuda-toolkit|cuda-toolkit-\d+|nvidia-.*|libnvidia-.*)$")
@@ -68,6 +76,42 @@ def plan(releases, components, known, overrides=None):
 
 def driver_too_old(driver_version, min_driver):
     """True when driver_version (e.g. 570.124.06) is below min_driver (580.95.05)."""
+
     def key(v):
         return tuple(int(x) for x in str(v).split("."))
+
     return key(driver_version) < key(min_driver)
+
+
+def summarize(toolkits, compile_results, default, wanted=()):
+    """Per toolkit: version, release, path, jit_ready, wanted, compiled_for (archs that built), default."""
+    built = {}
+    for res in compile_results or []:
+        if res.get("skipped") or res.get("rc") != 0:
+            continue
+        entry, arch = res["item"]
+        built.setdefault(entry["version"], []).append(arch)
+    default_path = (default or {}).get("path")
+    return [
+        {
+            "version": t.get("version"),
+            "release": t.get("release"),
+            "path": t["path"],
+            "jit_ready": bool(t.get("has_curand_headers") and t.get("has_driver_stubs")),
+            "wanted": t.get("dir_version") in wanted,
+            "compiled_for": built.get(t.get("dir_version"), []),
+            "default": t["path"] == default_path,
+        }
+        for t in toolkits
+    ]
+
+
+def summary_line(entry):
+    return "%s: CUDA %s%s, JIT-ready: %s, compiles: %s%s" % (
+        entry["path"],
+        entry["release"] or entry["version"] or "?",
+        "" if entry["version"] else " (nvcc unusable)",
+        "yes" if entry["jit_ready"] else "no",
+        " ".join(entry["compiled_for"]) or ("FAILED" if entry["wanted"] else "not checked (not managed here)"),
+        " [/usr/local/cuda]" if entry["default"] else "",
+    )

@@ -3,7 +3,7 @@
 import re
 import shlex
 
-from .conftest import MIRROR, NVIDIA_SMI_QUERY
+from ..conftest import MIRROR, NVIDIA_SMI_QUERY
 
 
 def test_systemd_is_pid_1(host):
