@@ -85,4 +85,7 @@ def oracle_venv():
         subprocess.run([*pip, "--no-deps", "-r", reqs[1]], check=True)
         with open(os.path.join(venv, ".complete"), "w"):
             pass
+        for stale in os.listdir(CACHE):  # venvs of older inputs are never used again
+            if stale.startswith("oracle-venv-") and os.path.join(CACHE, stale) != venv:
+                shutil.rmtree(os.path.join(CACHE, stale), ignore_errors=True)
     return venv

@@ -19,7 +19,7 @@ def test_molecule_scenario_then_nothing_left_behind(tmp_path):
         proc = subprocess.run([os.path.join(BIN, "molecule"), "test"], cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
     text = re.sub(r"\x1b\[[0-9;]*m", "", log.read_text())
     assert proc.returncode == 0, text[-6000:]
-    for step in ("create", "prepare", "converge", "idempotence", "verify", "destroy"):
+    for step in ("create", "prepare", "side_effect", "check", "converge", "idempotence", "verify", "destroy"):
         assert "default ➜ %s: Executed: Successful" % step in text, step
     leftovers = subprocess.run([LABCTL, "leftovers", "ct200", "0"], env=env, capture_output=True, text=True, check=True).stdout
     assert leftovers == "", "destroy left this behind:\n" + leftovers
