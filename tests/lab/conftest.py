@@ -29,12 +29,17 @@ def run(host):
     return _run
 
 
-def playbook(*args, extra_vars=None):
-    """Run site.yml against ct200 from the controller; (rc, output, recap dict of ct200)."""
+def playbook_command(*args, extra_vars=None):
+    """(argv, env) of site.yml against ct200 from the controller."""
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, "site.yml", "-l", "ct200", *args]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1")
+    return cmd, dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1")
+
+
+def playbook(*args, extra_vars=None):
+    """Run site.yml against ct200; (rc, output, recap dict of ct200)."""
+    cmd, env = playbook_command(*args, extra_vars=extra_vars)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     out = proc.stdout + proc.stderr
     m = re.search(r"^ct200\s+:\s+(.*)$", out, re.M)

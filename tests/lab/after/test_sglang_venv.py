@@ -1,0 +1,109 @@
+"""sglang_venv on ct200: built from the offline wheelhouse, blue/green, never losing the serving venv.
+
+Runs after converge (the lab's venv is current). The tests run in file order and each leaves a
+valid current venv behind.
+"""
+
+import json
+import subprocess
+import time
+
+from ..conftest import ROOT, playbook, playbook_command
+
+LAB_SET = ["flashinfer-python==0.7.2.post1", "torch==2.13.0"]
+
+
+def only_current(run):
+    """Remove every venv but the current one, so the next inputs really build."""
+    run("find /opt/sglang/venvs -mindepth 1 -maxdepth 1 ! -path $(readlink /opt/sglang/current) -exec rm -rf {} +")
+
+
+def current(run):
+    return run("readlink /opt/sglang/current").strip()
+
+
+def meta(run, path="/opt/sglang/current"):
+    return json.loads(run("cat %s/.blackwell-venv.json" % path))
+
+
+def test_built_from_the_wheelhouse_and_checked(host, run):
+    m = meta(run)
+    assert m["versions"] == {"flashinfer-python": "0.7.2.post1", "torch": "2.13.0+cpu"}
+    assert m["imports"] == {"flashinfer": "ok", "torch": "ok"} and m["inputs"]["find_links"] == ["/srv/wheelhouse"]
+    assert current(run) == "/opt/sglang/venvs/" + m["hash"]
+    assert host.run("/opt/sglang/current/bin/python -m pip check").rc == 0
+    assert "sglang venv switched to /opt/sglang/venvs/%s" % m["hash"] in run("journalctl -t blackwell-inference --no-pager")
+
+
+def test_rerun_changes_nothing_and_runs_no_pip(run):
+    assert playbook("--tags", "sglang_venv")[0] == 0  # the lab's inputs current (a no-op right after converge)
+    before = (current(run), run("stat -c %Y /opt/sglang/current/.blackwell-venv.json"))
+    rc, out, recap = playbook("--tags", "sglang_venv")
+    assert rc == 0 and recap["changed"] == 0, out[-3000:]
+    # the whole build (venv, pip install, check) is skipped: no resolver run at all
+    build = out.split("TASK [blackwell.inference.sglang_venv : Build and check a venv for these inputs]", 1)[1]
+    assert build.split("TASK [", 1)[0].strip().splitlines()[-1].startswith("skipping: [ct200]"), out[-3000:]
+    assert "Install the pinned packages" not in out
+    assert (current(run), run("stat -c %Y /opt/sglang/current/.blackwell-venv.json")) == before
+
+
+def test_changed_pin_builds_a_new_venv_and_switches_after_its_check(run):
+    only_current(run)
+    old = current(run)
+    rc, out, recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": [*LAB_SET, "tabulate==0.9.0"]})
+    assert rc == 0 and recap["changed"] > 0, out[-3000:]
+    new = current(run)
+    assert new != old and meta(run, new)["versions"]["flashinfer-python"] == "0.7.2.post1"
+    assert "tabulate==0.9.0" in run("%s/bin/python -m pip freeze" % new)
+    assert run("test -d %s && echo kept" % old).strip() == "kept"  # the previous venv stays
+
+
+def test_broken_set_fails_clearly_and_leaves_the_old_venv_current(run):
+    old = current(run)
+    rc, out, recap = playbook(
+        "--tags",
+        "sglang_venv",
+        extra_vars={
+            "sglang_venv_packages": [*LAB_SET, "blackwell-broken-probe==1.0"],
+            "sglang_venv_check_imports": ["flashinfer", "torch", "blackwell_broken_probe"],
+        },
+    )
+    flat = " ".join(out.split())
+    assert rc != 0 and recap["failed"] == 1, out[-3000:]
+    assert "fails its check: import blackwell_broken_probe: ImportError: blackwell_broken_probe is broken on purpose" in flat
+    assert "it does not become current, %s stays current" % old in flat
+    assert current(run) == old
+
+
+def test_kill_9_during_a_build_then_rerun_recovers(host, run):
+    only_current(run)
+    old = current(run)
+    reordered = list(reversed(LAB_SET))  # other inputs, so another venv
+    cmd, env = playbook_command("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": reordered})
+    bg = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            if host.run("pgrep -f 'bin/python -m pip install'").rc == 0:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("pip never started")
+        time.sleep(3)  # mid-install
+        run("pkill -9 -f 'bin/python -m pip install'")
+        assert bg.wait(timeout=300) != 0
+    finally:
+        bg.kill()
+    assert current(run) == old
+    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": reordered})
+    assert rc == 0, out[-3000:]
+    new = current(run)
+    assert new != old and meta(run, new)["inputs"]["requirements"] == reordered
+    assert sorted(run("ls /opt/sglang/venvs").split()) == sorted([new.rsplit("/", 1)[1], old.rsplit("/", 1)[1]])  # keep = 2
+
+
+def test_check_mode_changes_nothing(run):
+    before = (current(run), run("ls /opt/sglang/venvs"))
+    rc, out, recap = playbook("--check", "--tags", "sglang_venv", extra_vars={"sglang_venv_packages": [*LAB_SET, "tabulate==0.10.0"]})
+    assert rc == 0 and recap["changed"] > 0, out[-3000:]
+    assert "would build /opt/sglang/venvs/" in out
+    assert (current(run), run("ls /opt/sglang/venvs")) == before
