@@ -82,7 +82,7 @@ def test_kill_9_during_a_build_then_rerun_recovers(host, run):
     cmd, env = playbook_command("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": reordered})
     bg = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(600):
+        for _poll in range(600):
             if host.run("pgrep -f 'bin/python -m pip install'").rc == 0:
                 break
             time.sleep(0.2)
