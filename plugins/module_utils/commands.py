@@ -60,11 +60,25 @@ def interpret(argv, rc, stdout, stderr, timeout=60):
     return CommandResult(argv, rc=rc, stdout=stdout, stderr=stderr)
 
 
-def module_runner(module):
-    """run(argv, env=None, timeout=60) -> CommandResult, through AnsibleModule.run_command."""
+# What a process needs on its command line because it is read before any code runs (the dynamic
+# loader, the interpreter) or because FlashInfer's lookup commands use it. Everything else of a
+# service environment (tokens, passwords from EnvironmentFile=) is handed over on stdin where a
+# command takes it, so it never shows up in the host's process list.
+COMMAND_LINE_KEYS = ("PATH", "HOME", "CUDA_HOME", "CUDA_PATH", "TMPDIR", "LANG", "LC_ALL")
+COMMAND_LINE_PREFIXES = ("LD_", "PYTHON", "NVCC_")
 
-    def run(argv, env=None, timeout=60):
-        rc, out, err = module.run_command(wrap(argv, env, timeout), check_rc=False)
+
+def split_env(env):
+    """(on the command line, on stdin) parts of an environment."""
+    public = {k: v for k, v in env.items() if k in COMMAND_LINE_KEYS or k.startswith(COMMAND_LINE_PREFIXES)}
+    return public, {k: v for k, v in env.items() if k not in public}
+
+
+def module_runner(module):
+    """run(argv, env=None, timeout=60, data=None) -> CommandResult, through AnsibleModule.run_command."""
+
+    def run(argv, env=None, timeout=60, data=None):
+        rc, out, err = module.run_command(wrap(argv, env, timeout), check_rc=False, data=data)
         return interpret(argv, rc, out, err, timeout)
 
     return run
@@ -78,9 +92,9 @@ class CachingRunner:
         self._cache = {}
         self.calls = []
 
-    def __call__(self, argv, env=None, timeout=60):
-        key = (tuple(argv), tuple(sorted(env.items())) if env is not None else None)
+    def __call__(self, argv, env=None, timeout=60, data=None):
+        key = (tuple(argv), tuple(sorted(env.items())) if env is not None else None, data)
         if key not in self._cache:
             self.calls.append(list(argv))
-            self._cache[key] = self._runner(argv, env=env, timeout=timeout)
+            self._cache[key] = self._runner(argv, env=env, timeout=timeout, data=data)
         return self._cache[key]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 
-# Runs as `<venv>/bin/python -c PROBE_SCRIPT` under exactly the service environment.
+# Runs as `env -i <command-line part> <venv>/bin/python -c PROBE_SCRIPT` with the rest of the service
+# environment as JSON on stdin (commands.split_env): exactly the service environment, no secret in argv.
 # flashinfer.jit.cpp_ext.get_cuda_path/get_cuda_version and compilation_context.CompilationContext
 # exist under these names in every version 0.4.0 .. 0.7.4.
 PROBE_SCRIPT = r"""
-import json, sys
+import json, os, sys
+os.environ.update(json.load(sys.stdin))  # the rest of the service environment, before any import
 out = {"cuda_home": None, "cuda_version": None, "target_archs": None, "error": None,
        "error_kind": None, "error_stage": None, "gpu_count": None}
 def failed(stage, exc):

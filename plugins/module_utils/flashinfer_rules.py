@@ -18,6 +18,7 @@ import contextlib
 import os
 import re
 
+from ansible_collections.blackwell.inference.plugins.module_utils.commands import split_env
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda_toolkits import RELEASE_RE
 
 # Newest FlashInfer whose source was read for these rules; newer ones get the newest rules + a note.
@@ -88,7 +89,8 @@ def resolve_cuda_home(env, run, fi_version, exists=os.path.exists):
     home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
     if home is not None:
         return home, ("CUDA_HOME" if env.get("CUDA_HOME") else "CUDA_PATH")
-    which = run(["which", "nvcc"], env=env)
+    # `which` and nvcc read nothing but the command-line part of the environment (no secrets needed)
+    which = run(["which", "nvcc"], env=split_env(env)[0])
     if which.os_error:
         # subprocess.run(["which", "nvcc"]) itself raises when `which` is not on PATH
         raise FlashInferError(which.os_error, "[Errno 2] No such file or directory: 'which'")
@@ -112,7 +114,7 @@ def resolve_cuda_version(env, run, fi_version, torch_cuda, exists=os.path.exists
     try:
         home, source = resolve_cuda_home(env, run, fi_version, exists=exists)
         out["cuda_home"], out["cuda_home_source"] = home, source
-        res = run([os.path.join(home, "bin/nvcc"), "--version"], env=env)
+        res = run([os.path.join(home, "bin/nvcc"), "--version"], env=split_env(env)[0])
         if res.os_error and res.os_error != "FileNotFoundError":
             raise FlashInferError(res.os_error, "%s: %s" % (res.os_error, res.stderr))
         if res.os_error is None and res.rc == 0:

@@ -182,6 +182,7 @@ ansible_facts:
           returned: when probe is true
 """
 
+import json
 import os
 import pwd
 
@@ -342,7 +343,8 @@ def run_module():
         "flashinfer": flashinfer,
     }
     if p["probe"]:
-        res = run([venv["python"], "-c", flashinfer_probe.PROBE_SCRIPT], env=env, timeout=600)
+        public, private = commands.split_env(env)
+        res = run([venv["python"], "-c", flashinfer_probe.PROBE_SCRIPT], env=public, timeout=600, data=json.dumps(private))
         try:
             probe = flashinfer_probe.parse_probe_output(res.stdout)
         except ValueError as exc:

@@ -40,12 +40,14 @@ class FakeHost:
         self.dirs = set(dirs)
         self.has_which = has_which
         self.calls = []
+        self.envs = []
 
     def exists(self, path):
         return path in self.dirs or path in self.files
 
-    def __call__(self, argv, env=None, timeout=60):
+    def __call__(self, argv, env=None, timeout=60, data=None):
         self.calls.append(list(argv))
+        self.envs.append(dict(env or {}))
         if argv == ["which", "nvcc"]:
             if not self.has_which:
                 return CommandResult(argv, os_error="FileNotFoundError", stderr="No such file or directory: 'which'")
@@ -70,7 +72,7 @@ def toolkit(version, root="/usr/local"):
     return {"%s/cuda-%s/bin/nvcc" % (root, version): BANNERS[version]}
 
 
-def real_run(argv, env=None, timeout=60):
+def real_run(argv, env=None, timeout=60, data=None):
     """The module's runner without AnsibleModule: the same wrapped argv, really executed."""
-    proc = subprocess.run(commands.wrap(argv, env, timeout), capture_output=True, text=True, check=False)
+    proc = subprocess.run(commands.wrap(argv, env, timeout), input=data, capture_output=True, text=True, check=False)
     return commands.interpret(argv, proc.returncode, proc.stdout, proc.stderr, timeout)

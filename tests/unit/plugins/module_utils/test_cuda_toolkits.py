@@ -1,10 +1,13 @@
 """Toolkit scan over a real directory tree with real executables (nvcc banner doubles)."""
 
+import json
 import os
 import stat
+import sys
 
 import pytest
 
+from ansible_collections.blackwell.inference.plugins.module_utils import commands
 from ansible_collections.blackwell.inference.plugins.module_utils import cuda_toolkits as ct
 
 from .fakehost import NVCC_12_8, NVCC_13_0, real_run
@@ -75,3 +78,26 @@ def test_run_keeps_os_error_class(tmp_path):
     (tmp_path / "y").write_text("#!/bin/sh\n")
     assert real_run(["y"], env={"PATH": str(tmp_path)}).os_error == "PermissionError"
     assert real_run(["sleep", "5"], timeout=1).os_error == "TimeoutExpired"
+
+
+def test_split_env_keeps_secrets_for_stdin():
+    public, private = commands.split_env(
+        {
+            "PATH": "/bin",
+            "HOME": "/root",
+            "LD_LIBRARY_PATH": "/l",
+            "PYTHONPATH": "/p",
+            "NVCC_APPEND_FLAGS": "-g",
+            "HF_TOKEN": "hf_x",
+            "FLASHINFER_CUDA_ARCH_LIST": "12.0a",
+        }
+    )
+    assert sorted(public) == ["HOME", "LD_LIBRARY_PATH", "NVCC_APPEND_FLAGS", "PATH", "PYTHONPATH"]
+    assert private == {"HF_TOKEN": "hf_x", "FLASHINFER_CUDA_ARCH_LIST": "12.0a"}
+
+
+def test_stdin_env_reaches_the_process(tmp_path):
+    """The probe's way: env -i with the public part, the rest as JSON on stdin."""
+    script = "import json, os, sys; os.environ.update(json.load(sys.stdin)); print(os.environ['HF_TOKEN'], os.environ['PATH'])"
+    res = real_run([sys.executable, "-c", script], env={"PATH": "/usr/bin:/bin"}, data=json.dumps({"HF_TOKEN": "hf_x"}))
+    assert res.ok and res.stdout == "hf_x /usr/bin:/bin\n"

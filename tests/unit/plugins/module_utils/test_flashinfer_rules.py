@@ -364,3 +364,14 @@ def test_sm75_message_per_version():
     new = fr.predict(env, host, "0.7.4", None, ["12.1"], exists=host.exists)
     assert new["symptom"] == "FlashInfer requires GPUs with sm75 or higher. Detected TARGET_CUDA_ARCHS=[]."
     assert new["error"] == E121
+
+
+def test_secrets_stay_off_the_lookup_commands():
+    """`which nvcc` and `nvcc --version` get only the command-line part of the service environment."""
+    host = FakeHost(files=toolkit("13.0"))
+    env = {"PATH": "/usr/local/cuda-13.0/bin:/usr/bin", "HF_TOKEN": "hf_secret", "SGLANG_API_KEY": "k", "LD_LIBRARY_PATH": "/opt/x"}
+    res = fr.predict(env, host, "0.7.2.post1", None, ["12.0"], exists=host.exists)
+    assert res["cuda_version"] == "13.0" and len(host.envs) == 2
+    for seen in host.envs:
+        assert "HF_TOKEN" not in seen and "SGLANG_API_KEY" not in seen
+        assert seen["PATH"] == env["PATH"] and seen["LD_LIBRARY_PATH"] == "/opt/x"
