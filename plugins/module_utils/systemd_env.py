@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shlex
 
+from ansible_collections.blackwell.inference.plugins.module_utils.commands import SYSTEMD_DEFAULT_PATH
+
 SHOW_PROPERTIES = ("LoadState", "Environment", "EnvironmentFiles")
 
 
@@ -73,4 +75,27 @@ def unit_environment(props, read_file):
         except OSError as exc:
             if not ignore:
                 notes.append("EnvironmentFile %s unreadable: %s" % (path, exc))
+    return env, notes
+
+
+def read_text(path):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
+def service_environment(module, run, unit, environment):
+    """The environment a service process gets: its unit's (if given), then `environment` over it,
+    systemd's default PATH when none. Fails the module when the unit cannot be read."""
+    env, notes = {}, []
+    if unit:
+        res = run(show_argv(unit))
+        if not res.ok:
+            module.fail_json(msg="cannot read the environment of unit %s" % unit, **res.as_dict())
+        props = parse_show(res.stdout)
+        state = props.get("LoadState", ["?"])[0]
+        if state != "loaded":
+            module.fail_json(msg="unit %s is not loaded (LoadState=%s)" % (unit, state), **res.as_dict())
+        env, notes = unit_environment(props, read_text)
+    env.update({str(k): str(v) for k, v in (environment or {}).items()})
+    env.setdefault("PATH", SYSTEMD_DEFAULT_PATH)
     return env, notes

@@ -214,21 +214,6 @@ REPORTED_KEYS = (
 )
 
 
-def read_text(path):
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return fh.read()
-
-
-def unit_environment(module, run, unit):
-    res = run(systemd_env.show_argv(unit))
-    if not res.ok:
-        module.fail_json(msg="cannot read the environment of unit %s" % unit, **res.as_dict())
-    props = systemd_env.parse_show(res.stdout)
-    if props.get("LoadState", ["not-found"])[0] != "loaded":
-        module.fail_json(msg="unit %s is not loaded (LoadState=%s)" % (unit, props.get("LoadState", ["?"])[0]), **res.as_dict())
-    return systemd_env.unit_environment(props, read_text)
-
-
 def gather_gpus(module, run):
     """(gpus, driver) from one nvidia-smi call (a second only for pre-R510 drivers)."""
     driver = {"present": False, "version": None, "branch": None, "cuda_version": None, "cuda_version_source": None, "open_kernel_module": None, "error": None}
@@ -307,9 +292,7 @@ def run_module():
     if p["probe"] and not p["venv"]:
         module.fail_json(msg="probe=true needs venv (the Python that runs FlashInfer)")
     run = commands.CachingRunner(commands.module_runner(module))
-    env, env_notes = unit_environment(module, run, p["unit"]) if p["unit"] else ({}, [])
-    env.update({str(k): str(v) for k, v in (p["environment"] or {}).items()})
-    env.setdefault("PATH", commands.SYSTEMD_DEFAULT_PATH)
+    env, env_notes = systemd_env.service_environment(module, run, p["unit"], p["environment"])
 
     gpus, driver = gather_gpus(module, run)
     toolkits, default = gather_toolkits(p["toolkit_root"], run)

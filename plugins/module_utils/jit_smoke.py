@@ -1,0 +1,104 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure pieces of the JIT smoke: which archs, the saxpy kernel, the FlashInfer warm-up script."""
+
+from __future__ import annotations
+
+import json
+import re
+
+# A real kernel with a checkable result: y = a*x + y over 1M floats, verified on the host.
+SAXPY_CU = r"""
+#include <cstdio>
+#include <cmath>
+#include <cuda_runtime.h>
+__global__ void saxpy(int n, float a, const float *x, float *y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+int main() {
+  const int n = 1 << 20;
+  float *x, *y;
+  if (cudaMallocManaged(&x, n * sizeof(float)) != cudaSuccess || cudaMallocManaged(&y, n * sizeof(float)) != cudaSuccess) {
+    printf("cuda error: %s\n", cudaGetErrorString(cudaGetLastError()));
+    return 2;
+  }
+  for (int i = 0; i < n; i++) { x[i] = 1.0f; y[i] = 2.0f; }
+  saxpy<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y);
+  cudaError_t err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) { printf("cuda error: %s\n", cudaGetErrorString(err)); return 2; }
+  float max_error = 0.0f;
+  for (int i = 0; i < n; i++) max_error = fmaxf(max_error, fabsf(y[i] - 4.0f));
+  printf("max_error=%g\n", max_error);
+  return max_error == 0.0f ? 0 : 3;
+}
+"""
+
+# Runs as `env -i <public env> <venv>/bin/python -c WARM_SCRIPT MODULE...` with the rest of the
+# service environment as JSON on stdin, so the build sees exactly the service's environment (any
+# difference would make ninja rebuild at service start).
+WARM_SCRIPT = r"""
+import json, os, sys, time
+os.environ.update(json.load(sys.stdin))
+out = {"modules": [], "error": None, "gpu_run": None}
+try:
+    import flashinfer
+    from flashinfer.jit import env as jit_env
+    out["cache_dir"] = str(jit_env.FLASHINFER_WORKSPACE_DIR)
+    gens = {"sampling": "flashinfer.jit.sampling:gen_sampling_module"}
+    for name in sys.argv[1:]:
+        mod, func = gens[name].split(":")
+        spec = getattr(__import__(mod, fromlist=[func]), func)()
+        lib = spec.jit_library_path
+        before = lib.stat().st_mtime if lib.exists() else None
+        start = time.monotonic()
+        spec.build()
+        after = lib.stat().st_mtime if lib.exists() else None
+        out["modules"].append({"name": name, "library": str(lib), "seconds": round(time.monotonic() - start, 2),
+                               "compiled": before != after, "exists": after is not None})
+    import torch
+    if torch.cuda.is_available() and "sampling" in sys.argv[1:]:
+        probs = torch.softmax(torch.randn(4, 32, device="cuda"), dim=-1)
+        samples = flashinfer.sampling.sampling_from_probs(probs)
+        out["gpu_run"] = {"samples": samples.tolist(), "ok": bool(((samples >= 0) & (samples < 32)).all())}
+except BaseException as exc:
+    out["error"] = "%s: %s" % (type(exc).__name__, exc)
+print(json.dumps(out))
+sys.exit(1 if out["error"] else 0)
+"""
+
+WARMABLE = ("sampling",)
+_ARCH_ENTRY = re.compile(r"^(\d+)\.(\d+)([af]?)$")
+
+
+def nvcc_arch(entry):
+    """'12.0a' / '12.0' / '9.0' / '8.9' -> 'sm_120a' / 'sm_120a' / 'sm_90a' / 'sm_89' (a-suffix from 9.0 on)."""
+    m = _ARCH_ENTRY.match(entry.strip())
+    if not m:
+        raise ValueError("arch %r is not MAJOR.MINOR[a|f]" % entry)
+    major, minor, suffix = int(m.group(1)), int(m.group(2)), m.group(3)
+    if not suffix and major >= 9:
+        suffix = "a"
+    return "sm_%d%d%s" % (major, minor, suffix)
+
+
+def archs_for(env, compute_capabilities):
+    """What to compile for: the service's FLASHINFER_CUDA_ARCH_LIST, else the GPUs' CCs."""
+    listed = env.get("FLASHINFER_CUDA_ARCH_LIST")
+    entries = listed.split() if listed else list(compute_capabilities)
+    return sorted({nvcc_arch(e) for e in entries}, key=lambda a: (len(a), a))
+
+
+def parse_json_line(stdout):
+    lines = [ln for ln in (stdout or "").splitlines() if ln.strip().startswith("{")]
+    if not lines:
+        raise ValueError("no JSON result line")
+    return json.loads(lines[-1])
+
+
+def launch_result(rc, stdout, stderr):
+    """(ok, detail) from the saxpy binary's exit and output."""
+    m = re.search(r"max_error=(\S+)", stdout or "")
+    if rc == 0 and m:
+        return True, "max_error=" + m.group(1)
+    return False, ((stdout or "") + (stderr or "")).strip() or "exit %s" % rc

@@ -1,0 +1,235 @@
+#!/usr/bin/python
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: jit_smoke
+short_description: Compile (and on a GPU launch) a real CUDA kernel and warm FlashInfer's JIT cache in a service's environment
+version_added: "0.1.0"
+description:
+  - Runs with exactly the service's environment (its unit's C(Environment=)/C(EnvironmentFile=) and O(environment)) and venv.
+  - C(compile) builds a saxpy kernel with the nvcc FlashInfer would use in that environment, for every target arch
+    (C(FLASHINFER_CUDA_ARCH_LIST) of the service, else the GPUs' compute capabilities), into a temporary directory.
+  - C(launch) runs it and checks the numbers when a GPU device node (C(/dev/nvidia0)) exists; otherwise reports
+    C(launched=false) with the reason.
+  - C(warm) builds FlashInfer's JIT modules (default C(sampling)) into its cache in that environment, and on a GPU host
+    runs FlashInfer's sampling once on a tiny tensor.
+  - Each step reports its status and seconds. C(changed) is true only if something was compiled into FlashInfer's
+    cache, so a rerun reports unchanged. In check mode nothing runs.
+author:
+  - Blackwell Inference maintainers (@blackwell-inference)
+options:
+  venv:
+    description: The service's venv (its C(bin/python) runs the warm-up). Required when O(warm) is not empty.
+    type: path
+  environment:
+    description: The service's environment, over the unit's. systemd's default PATH when it has none.
+    type: dict
+    default: {}
+  unit:
+    description: A systemd unit whose environment is the service's.
+    type: str
+  archs:
+    description: Archs to compile for (C(12.0a), C(9.0)); empty means the service's C(FLASHINFER_CUDA_ARCH_LIST), else the GPUs'.
+    type: list
+    elements: str
+    default: []
+  nvidia_smi:
+    description: Command or path of nvidia-smi (for the GPUs' compute capabilities).
+    type: str
+    default: nvidia-smi
+  launch:
+    description: C(auto) launches when a GPU device node exists, C(always) fails without one, C(never) only compiles.
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  warm:
+    description: FlashInfer JIT modules to build into the cache.
+    type: list
+    elements: str
+    choices: [sampling]
+    default: [sampling]
+  timeout:
+    description: Seconds each step may take (a cold sampling build is about 85 s on 2 cores).
+    type: int
+    default: 1800
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+    support: none
+notes:
+  - The kernel is built with C(nvcc -gencode) per arch and linked against the static CUDA runtime; building needs no GPU.
+"""
+
+EXAMPLES = r"""
+- name: Smoke-test the service's environment before restarting it
+  blackwell.inference.jit_smoke:
+    unit: sglang.service
+    venv: /opt/sglang/current
+  register: smoke
+
+- name: Compile only (a build host without GPUs)
+  blackwell.inference.jit_smoke:
+    environment:
+      CUDA_HOME: /usr/local/cuda-13.0
+      FLASHINFER_CUDA_ARCH_LIST: "12.0a"
+    launch: never
+    warm: []
+"""
+
+RETURN = r"""
+steps:
+  description: Per step - C(ok), C(seconds) and details.
+  returned: always
+  type: dict
+  contains:
+    compile:
+      description: C(ok), C(seconds), C(archs) (nvcc spelling, e.g. sm_120a), C(nvcc), C(cuda_home).
+      type: dict
+      returned: unless check mode
+    launch:
+      description: C(launched), C(ok), C(detail) (e.g. max_error=0) or C(reason) when not launched, C(seconds).
+      type: dict
+      returned: unless check mode
+    warm:
+      description: C(modules) (name, library, seconds, compiled), C(cache_dir), C(gpu_run), C(seconds).
+      type: dict
+      returned: unless check mode
+  sample:
+    compile: {ok: true, seconds: 1.9, archs: [sm_120a], nvcc: /usr/local/cuda-13.0/bin/nvcc, cuda_home: /usr/local/cuda-13.0}
+    launch: {launched: false, ok: null, reason: no GPU device node (/dev/nvidia0)}
+    warm: {modules: [{name: sampling, compiled: true, seconds: 86.2}], cache_dir: /var/cache/sglang/.cache/flashinfer/0.7.2.post1/120a}
+launched:
+  description: Whether a kernel ran on a GPU.
+  returned: always
+  type: bool
+"""
+
+import json
+import os
+import shutil
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.inference.plugins.module_utils import (
+    commands,
+    flashinfer_rules,
+    jit_smoke,
+    nvidia_smi,
+    systemd_env,
+)
+
+GPU_DEVICE = "/dev/nvidia0"
+
+
+def timed(run, argv, **kw):
+    start = time.monotonic()
+    res = run(argv, **kw)
+    return res, round(time.monotonic() - start, 2)
+
+
+def gpu_ccs(module, run):
+    res = run(nvidia_smi.query_argv(module.params["nvidia_smi"]))
+    if not res.ok:
+        return []
+    try:
+        return nvidia_smi.summarize_gpus(nvidia_smi.parse_query(res.stdout))
+    except nvidia_smi.NvidiaSmiError:
+        return []
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            venv=dict(type="path"),
+            environment=dict(type="dict", default={}),
+            unit=dict(type="str"),
+            archs=dict(type="list", elements="str", default=[]),
+            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            launch=dict(type="str", choices=["auto", "always", "never"], default="auto"),
+            warm=dict(type="list", elements="str", choices=list(jit_smoke.WARMABLE), default=["sampling"]),
+            timeout=dict(type="int", default=1800),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["warm"] and not p["venv"]:
+        module.fail_json(msg="warm=%s needs venv (the service's venv runs FlashInfer)" % ",".join(p["warm"]))
+    run = commands.CachingRunner(commands.module_runner(module))
+    env, _notes = systemd_env.service_environment(module, run, p["unit"], p["environment"])
+    public, private = commands.split_env(env)
+    if module.check_mode:
+        module.exit_json(changed=False, launched=False, steps={}, msg="check mode: nothing compiled, launched or warmed")
+
+    try:
+        cuda_home, _source = flashinfer_rules.resolve_cuda_home(env, run, None)
+    except flashinfer_rules.FlashInferError as exc:
+        module.fail_json(msg="no CUDA home in the service environment: %s" % exc)
+    nvcc = os.path.join(cuda_home, "bin", "nvcc")
+    try:
+        archs = [jit_smoke.nvcc_arch(a) for a in p["archs"]] if p["archs"] else jit_smoke.archs_for(env, gpu_ccs(module, run))
+    except ValueError as exc:
+        module.fail_json(msg="archs: %s" % exc)
+    if not archs:
+        module.fail_json(msg="nothing to compile for: no FLASHINFER_CUDA_ARCH_LIST in the service environment, no GPU found, no archs given")
+
+    steps = {}
+    work = tempfile.mkdtemp(prefix="blackwell-jit-smoke-")
+    try:
+        src = os.path.join(work, "saxpy.cu")
+        with open(src, "w") as fh:
+            fh.write(jit_smoke.SAXPY_CU)
+        binary = os.path.join(work, "saxpy")
+        gencode = ["-gencode=arch=compute_%s,code=%s" % (a[3:], a) for a in archs]
+        res, secs = timed(run, [nvcc, *gencode, "-o", binary, src], env=public, timeout=p["timeout"])
+        steps["compile"] = {"ok": res.ok, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}
+        if not res.ok:
+            module.fail_json(msg="the saxpy kernel does not compile with %s for %s" % (nvcc, " ".join(archs)), steps=steps, **res.as_dict())
+
+        if p["launch"] == "never":
+            steps["launch"] = {"launched": False, "ok": None, "reason": "launch=never"}
+        elif not os.path.exists(GPU_DEVICE):
+            steps["launch"] = {"launched": False, "ok": None, "reason": "no GPU device node (%s)" % GPU_DEVICE}
+            if p["launch"] == "always":
+                module.fail_json(msg="launch=always but this host has no GPU device node (%s)" % GPU_DEVICE, steps=steps)
+        else:
+            res, secs = timed(run, [binary], env=public, timeout=p["timeout"])
+            ok, detail = jit_smoke.launch_result(res.rc, res.stdout, res.stderr)
+            steps["launch"] = {"launched": True, "ok": ok, "detail": detail, "seconds": secs}
+            if not ok:
+                module.fail_json(msg="the saxpy kernel ran but failed: %s" % detail, steps=steps, **res.as_dict())
+
+        changed = False
+        if p["warm"]:
+            python = os.path.join(p["venv"], "bin", "python")
+            res, secs = timed(run, [python, "-c", jit_smoke.WARM_SCRIPT, *p["warm"]], env=public, timeout=p["timeout"], data=json.dumps(private))
+            try:
+                warm = jit_smoke.parse_json_line(res.stdout)
+            except ValueError:
+                warm = {"error": "the warm-up printed no result"}
+            warm["seconds"] = secs
+            steps["warm"] = warm
+            if warm.get("error") or not res.ok:
+                module.fail_json(msg="FlashInfer's JIT warm-up failed in the service environment: %s" % warm.get("error"), steps=steps, **res.as_dict())
+            changed = any(m["compiled"] for m in warm["modules"])
+            if warm.get("gpu_run") and not warm["gpu_run"]["ok"]:
+                module.fail_json(msg="FlashInfer sampling ran on the GPU but returned bad samples", steps=steps)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    module.exit_json(changed=changed, launched=steps["launch"]["launched"], steps=steps)
+
+
+def main():
+    run_module()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""jit_smoke through Ansible: a real saxpy compile with NVIDIA's nvcc 13.0 and a real FlashInfer JIT
+warm-up (0.7.2.post1, compile-only: no GPU here), with a CUDA 13.0 tree unpacked from the lab mirror."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from .conftest import BIN, CACHE, ROOT, ansible_module
+
+SLIM = [
+    "cuda-nvcc-13-0",
+    "cuda-crt-13-0",
+    "cuda-nvvm-13-0",
+    "cuda-cudart-13-0",
+    "cuda-cudart-dev-13-0",
+    "cuda-cccl-13-0",
+    "libcurand-13-0",
+    "libcurand-dev-13-0",
+    "cuda-driver-dev-13-0",
+]
+
+
+@pytest.fixture(scope="module")
+def cuda_home(tmp_path_factory):
+    """CUDA 13.0 as the cuda_toolkit role installs it (slim), unpacked from the lab mirror's packages."""
+    repo = subprocess.run(
+        ["python3", os.path.join(ROOT, "tests", "fixtures", "lab", "build_aptrepo.py"), CACHE], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    pool = os.path.join(repo, "mirror", "debian12", "x86_64")
+    root = tmp_path_factory.mktemp("cuda-root")
+    for name in SLIM:
+        (deb,) = [f for f in os.listdir(pool) if f.startswith(name + "_")]
+        subprocess.run(["dpkg-deb", "-x", os.path.join(pool, deb), str(root)], check=True)
+    return str(root / "usr" / "local" / "cuda-13.0")
+
+
+def service_env(cuda_home, workspace):
+    return {
+        "CUDA_HOME": cuda_home,
+        "PATH": cuda_home + "/bin:/usr/bin:/bin",
+        "FLASHINFER_CUDA_ARCH_LIST": "12.0a",
+        "FLASHINFER_WORKSPACE_BASE": str(workspace),
+        "HF_TOKEN": "hf_not_a_real_token",
+    }
+
+
+def test_compile_only(cuda_home, tmp_path):
+    res = ansible_module("jit_smoke", {"environment": service_env(cuda_home, tmp_path), "warm": []})
+    assert not res.get("failed"), res.get("msg")
+    steps = res["steps"]
+    assert steps["compile"]["ok"] and steps["compile"]["archs"] == ["sm_120a"] and steps["compile"]["cuda_home"] == cuda_home
+    assert steps["launch"] == {"launched": False, "ok": None, "reason": "no GPU device node (/dev/nvidia0)"}
+    assert res["changed"] is False and res["launched"] is False
+
+
+def test_warm_then_rerun_is_unchanged(oracle_venv, cuda_home, tmp_path):
+    env = service_env(cuda_home, tmp_path)
+    first = ansible_module("jit_smoke", {"venv": oracle_venv, "environment": env})
+    assert not first.get("failed"), first.get("msg")
+    (module,) = first["steps"]["warm"]["modules"]
+    assert first["changed"] is True and module["name"] == "sampling" and module["compiled"] and module["exists"]
+    assert first["steps"]["warm"]["cache_dir"] == str(tmp_path / ".cache" / "flashinfer" / "0.7.2.post1" / "120a")
+    assert os.path.exists(module["library"])
+    second = ansible_module("jit_smoke", {"venv": oracle_venv, "environment": env})
+    assert second["changed"] is False and second["steps"]["warm"]["modules"][0]["compiled"] is False
+    assert second["steps"]["warm"]["modules"][0]["seconds"] < 5
+
+
+def test_toolkit_without_curand_fails_the_warm_up(oracle_venv, cuda_home, tmp_path):
+    broken = tmp_path / "cuda-13.0"
+    shutil.copytree(cuda_home, broken, symlinks=True)
+    os.remove(broken / "targets" / "x86_64-linux" / "include" / "curand.h")
+    res = ansible_module("jit_smoke", {"venv": oracle_venv, "environment": service_env(str(broken), tmp_path / "ws")})
+    assert res["failed"] and "FlashInfer's JIT warm-up failed in the service environment" in res["msg"]
+    assert "curand.h" in res["steps"]["warm"]["error"] + res["stdout"] + res["stderr"]
+
+
+def test_check_mode_runs_nothing(cuda_home, tmp_path):
+    res = ansible_module("jit_smoke", {"environment": service_env(cuda_home, tmp_path), "warm": []}, extra_args=["--check"])
+    assert res["changed"] is False and res["steps"] == {} and not res.get("skipped")
+
+
+def test_bad_input():
+    res = ansible_module("jit_smoke", {"environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}})
+    assert res["failed"] and "needs venv" in res["msg"]
+    res = ansible_module("jit_smoke", {"environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}, "warm": [], "archs": ["sm_120"]})
+    assert res["failed"] and "archs: arch 'sm_120' is not MAJOR.MINOR[a|f]" in res["msg"]
+
+
+def test_ansible_doc_renders():
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+    out = subprocess.run(
+        [os.path.join(BIN, "ansible-doc"), "blackwell.inference.jit_smoke"], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout
+    for section in ("OPTIONS", "EXAMPLES:", "RETURN VALUES:", "launch", "warm"):
+        assert section in out
