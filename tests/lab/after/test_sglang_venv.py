@@ -5,6 +5,8 @@ valid current venv behind.
 """
 
 import json
+import os
+import re
 import subprocess
 import time
 
@@ -107,3 +109,31 @@ def test_check_mode_changes_nothing(run):
     assert rc == 0 and recap["changed"] > 0, out[-3000:]
     assert "would build /opt/sglang/venvs/" in out
     assert (current(run), run("ls /opt/sglang/venvs")) == before
+
+
+def test_lock_file_with_hashes_and_a_patch(run, tmp_path):
+    """--require-hashes from a lock file of the wheelhouse's resolved set, plus a patch recorded in the metadata."""
+    only_current(run)
+    old = current(run)
+    extras = ("flashinfer_python-0.7.0-", "tabulate-0.9.0-", "blackwell_broken_probe-")
+    lines = []
+    for wheel in run("ls /srv/wheelhouse").split():
+        if wheel.endswith(".whl") and not wheel.startswith(extras):
+            name, version = wheel.split("-")[:2]
+            digest = run("sha256sum /srv/wheelhouse/%s" % wheel).split()[0]
+            lines.append("%s==%s --hash=sha256:%s" % (name.replace("_", "-"), version, digest))
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("\n".join(sorted(lines)) + "\n")
+    patch = os.path.join(ROOT, "tests", "fixtures", "lab", "patches", "flashinfer-marker.patch")
+    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_lock_file": str(lock), "sglang_venv_patches": [patch]})
+    assert rc == 0, out[-3000:]
+    new = current(run)
+    m = meta(run, new)
+    assert new != old and m["patches"] == ["flashinfer-marker.patch"]
+    assert re.fullmatch(r"[0-9a-f]{64}", m["inputs"]["requirements"])  # the lock file's sha256 is the input
+    assert m["versions"]["flashinfer-python"] == "0.7.2.post1"
+    assert "--require-hashes" not in run("cat %s/requirements.lock" % new) and run("test -f %s/requirements.lock && echo y" % new).strip() == "y"
+    assert "BLACKWELL_LAB_PATCHED = True" in run("cat %s/lib/python3*/site-packages/flashinfer/__init__.py" % new)
+    # the patch is applied once: a rerun changes nothing
+    rc, out, recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_lock_file": str(lock), "sglang_venv_patches": [patch]})
+    assert rc == 0 and recap["changed"] == 0, out[-3000:]
