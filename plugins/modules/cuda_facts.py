@@ -68,15 +68,17 @@ options:
     description: Directory holding C(cuda-X.Y) toolkits and the C(cuda) link.
     type: path
     default: /usr/local
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
+  platform:
+    platforms: posix
   facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 notes:
   - FlashInfer's rules were read from its sources; versions newer than 0.7.4 are predicted with

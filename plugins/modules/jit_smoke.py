@@ -56,13 +56,15 @@ options:
     description: Seconds each step may take (a cold sampling build is about 85 s on 2 cores).
     type: int
     default: 1800
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
+  platform:
+    platforms: posix
 notes:
   - The kernel is built with C(nvcc -gencode) per arch and linked against the static CUDA runtime; building needs no GPU.
 """
