@@ -49,13 +49,20 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402 - after the documentation, as in every plugin
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan  # noqa: E402
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan, jit_smoke  # noqa: E402
 
 
 def cuda_package_plan(releases, components, known, overrides=None):
     try:
         return cuda_plan.plan(releases, components, known, overrides)
     except cuda_plan.PlanError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def cuda_nvcc_arch(entry):
+    try:
+        return jit_smoke.nvcc_arch(entry)
+    except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
 
@@ -68,6 +75,7 @@ class FilterModule:
         return {
             "cuda_package_plan": cuda_package_plan,
             "cuda_driver_too_old": cuda_driver_too_old,
+            "cuda_nvcc_arch": cuda_nvcc_arch,
             "cuda_toolkit_summary": cuda_plan.summarize,
             "cuda_toolkit_line": cuda_plan.summary_line,
         }

@@ -12,6 +12,8 @@ but not executable, 124: timed out).
 
 from __future__ import annotations
 
+import json
+
 # systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04):
 # what a unit without Environment=PATH=... sees.
 SYSTEMD_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -82,6 +84,21 @@ def module_runner(module):
         return interpret(argv, rc, out, err, timeout)
 
     return run
+
+
+def run_python(run, python, script, args=(), env=None, timeout=60):
+    """Run `python -c script args...` under exactly env: the command-line part via env -i, the rest
+    as JSON on stdin (the script starts with os.environ.update(json.load(sys.stdin)))."""
+    public, private = split_env(env or {})
+    return run([python, "-c", script, *args], env=public, timeout=timeout, data=json.dumps(private))
+
+
+def last_json_line(stdout):
+    """The result line a script printed last (libraries may log to stdout before it)."""
+    lines = [ln for ln in (stdout or "").splitlines() if ln.strip().startswith("{")]
+    if not lines:
+        raise ValueError("no JSON result line")
+    return json.loads(lines[-1])
 
 
 class CachingRunner:

@@ -7,8 +7,6 @@ Only used with probe=true: it imports torch and flashinfer (seconds, not millise
 
 from __future__ import annotations
 
-import json
-
 # Runs as `env -i <command-line part> <venv>/bin/python -c PROBE_SCRIPT` with the rest of the service
 # environment as JSON on stdin (commands.split_env): exactly the service environment, no secret in argv.
 # flashinfer.jit.cpp_ext.get_cuda_path/get_cuda_version and compilation_context.CompilationContext
@@ -46,14 +44,6 @@ else:
             failed("archs", exc)
 json.dump(out, sys.stdout)
 """
-
-
-def parse_probe_output(stdout):
-    """The probe's JSON line (the last line: FlashInfer may log to stdout first)."""
-    lines = [ln for ln in (stdout or "").splitlines() if ln.strip()]
-    if not lines:
-        raise ValueError("the probe printed nothing")
-    return json.loads(lines[-1])
 
 
 def _import_key(facts):

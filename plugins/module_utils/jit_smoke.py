@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 # A real kernel with a checkable result: y = a*x + y over 1M floats, verified on the host.
@@ -87,13 +86,6 @@ def archs_for(env, compute_capabilities):
     listed = env.get("FLASHINFER_CUDA_ARCH_LIST")
     entries = listed.split() if listed else list(compute_capabilities)
     return sorted({nvcc_arch(e) for e in entries}, key=lambda a: (len(a), a))
-
-
-def parse_json_line(stdout):
-    lines = [ln for ln in (stdout or "").splitlines() if ln.strip().startswith("{")]
-    if not lines:
-        raise ValueError("no JSON result line")
-    return json.loads(lines[-1])
 
 
 def launch_result(rc, stdout, stderr):

@@ -184,7 +184,6 @@ ansible_facts:
           returned: when probe is true
 """
 
-import json
 import os
 import pwd
 
@@ -328,10 +327,9 @@ def run_module():
         "flashinfer": flashinfer,
     }
     if p["probe"]:
-        public, private = commands.split_env(env)
-        res = run([venv["python"], "-c", flashinfer_probe.PROBE_SCRIPT], env=public, timeout=600, data=json.dumps(private))
+        res = commands.run_python(run, venv["python"], flashinfer_probe.PROBE_SCRIPT, env=env, timeout=600)
         try:
-            probe = flashinfer_probe.parse_probe_output(res.stdout)
+            probe = commands.last_json_line(res.stdout)
         except ValueError as exc:
             module.fail_json(msg="FlashInfer probe in %s printed no result: %s" % (p["venv"], exc), **res.as_dict())
         comparable = "FLASHINFER_CUDA_ARCH_LIST" in env or (bool(ccs) and probe.get("gpu_count") == len(ccs))

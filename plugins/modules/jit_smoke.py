@@ -113,7 +113,6 @@ launched:
   type: bool
 """
 
-import json
 import os
 import shutil
 import tempfile
@@ -132,9 +131,9 @@ from ansible_collections.blackwell.inference.plugins.module_utils import (
 GPU_DEVICE = "/dev/nvidia0"
 
 
-def timed(run, argv, **kw):
+def timed(func, *args, **kw):
     start = time.monotonic()
-    res = run(argv, **kw)
+    res = func(*args, **kw)
     return res, round(time.monotonic() - start, 2)
 
 
@@ -167,7 +166,7 @@ def run_module():
         module.fail_json(msg="warm=%s needs venv (the service's venv runs FlashInfer)" % ",".join(p["warm"]))
     run = commands.CachingRunner(commands.module_runner(module))
     env, _notes = systemd_env.service_environment(module, run, p["unit"], p["environment"])
-    public, private = commands.split_env(env)
+    public = commands.split_env(env)[0]
     if module.check_mode:
         module.exit_json(changed=False, launched=False, steps={}, msg="check mode: nothing compiled, launched or warmed")
 
@@ -212,9 +211,9 @@ def run_module():
         changed = False
         if p["warm"]:
             python = os.path.join(p["venv"], "bin", "python")
-            res, secs = timed(run, [python, "-c", jit_smoke.WARM_SCRIPT, *p["warm"]], env=public, timeout=p["timeout"], data=json.dumps(private))
+            res, secs = timed(commands.run_python, run, python, jit_smoke.WARM_SCRIPT, p["warm"], env=env, timeout=p["timeout"])
             try:
-                warm = jit_smoke.parse_json_line(res.stdout)
+                warm = commands.last_json_line(res.stdout)
             except ValueError:
                 warm = {"error": "the warm-up printed no result"}
             warm["seconds"] = secs

@@ -2,6 +2,7 @@
 
 import pytest
 
+from ansible_collections.blackwell.inference.plugins.module_utils import commands
 from ansible_collections.blackwell.inference.plugins.module_utils import jit_smoke as js
 
 
@@ -47,7 +48,7 @@ def test_launch_result(rc, stdout, ok, detail):
     assert js.launch_result(rc, stdout, "") == (ok, detail)
 
 
-def test_parse_json_line_skips_logs():
-    assert js.parse_json_line('2026-11-29 INFO building\n{"modules": [], "error": null}\n') == {"modules": [], "error": None}
+def test_last_json_line_skips_logs():
+    assert commands.last_json_line('2026-11-29 INFO building\n{"modules": [], "error": null}\n') == {"modules": [], "error": None}
     with pytest.raises(ValueError):
-        js.parse_json_line("Traceback ...\n")
+        commands.last_json_line("Traceback ...\n")
