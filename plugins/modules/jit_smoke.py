@@ -37,6 +37,12 @@ options:
     type: list
     elements: str
     default: []
+  user:
+    description:
+      - Account the service runs as. The launch and the warm-up run as this user (C(setpriv), with its groups), so the
+        cache belongs to it and the launch proves its access to the GPU; C(HOME) is its home unless the environment sets it,
+        as systemd does for C(User=).
+    type: str
   nvidia_smi:
     description: Command or path of nvidia-smi (for the GPUs' compute capabilities).
     type: str
@@ -114,6 +120,7 @@ launched:
 """
 
 import os
+import pwd
 import shutil
 import tempfile
 import time
@@ -137,6 +144,16 @@ def timed(func, *args, **kw):
     return res, round(time.monotonic() - start, 2)
 
 
+def as_user_runner(run, account):
+    """The same runner, each command started as the account (uid, primary gid, supplementary groups)."""
+    prefix = ["setpriv", "--reuid=%d" % account.pw_uid, "--regid=%d" % account.pw_gid, "--init-groups", "--"]
+
+    def run_as(argv, env=None, timeout=60, data=None):
+        return run(prefix + list(argv), env=env, timeout=timeout, data=data)
+
+    return run_as
+
+
 def gpu_ccs(module, run):
     res = run(nvidia_smi.query_argv(module.params["nvidia_smi"]))
     if not res.ok:
@@ -153,6 +170,7 @@ def run_module():
             venv=dict(type="path"),
             environment=dict(type="dict", default={}),
             unit=dict(type="str"),
+            user=dict(type="str"),
             archs=dict(type="list", elements="str", default=[]),
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             launch=dict(type="str", choices=["auto", "always", "never"], default="auto"),
@@ -166,6 +184,15 @@ def run_module():
         module.fail_json(msg="warm=%s needs venv (the service's venv runs FlashInfer)" % ",".join(p["warm"]))
     run = commands.CachingRunner(commands.module_runner(module))
     env, _notes = systemd_env.service_environment(module, run, p["unit"], p["environment"])
+    as_user = run
+    if p["user"]:
+        try:
+            account = pwd.getpwnam(p["user"])
+        except KeyError:
+            module.fail_json(msg="user %s does not exist on this host" % p["user"])
+        env.setdefault("HOME", account.pw_dir)
+        if account.pw_uid != os.geteuid():
+            as_user = as_user_runner(run, account)
     public = commands.split_env(env)[0]
     if module.check_mode:
         module.exit_json(changed=False, launched=False, steps={}, msg="check mode: nothing compiled, launched or warmed")
@@ -184,6 +211,7 @@ def run_module():
 
     steps = {}
     work = tempfile.mkdtemp(prefix="blackwell-jit-smoke-")
+    os.chmod(work, 0o755)  # noqa: S103 - the binary is launched as the service user
     try:
         src = os.path.join(work, "saxpy.cu")
         with open(src, "w") as fh:
@@ -202,7 +230,7 @@ def run_module():
             if p["launch"] == "always":
                 module.fail_json(msg="launch=always but this host has no GPU device node (%s)" % GPU_DEVICE, steps=steps)
         else:
-            res, secs = timed(run, [binary], env=public, timeout=p["timeout"])
+            res, secs = timed(as_user, [binary], env=public, timeout=p["timeout"])
             ok, detail = jit_smoke.launch_result(res.rc, res.stdout, res.stderr)
             steps["launch"] = {"launched": True, "ok": ok, "detail": detail, "seconds": secs}
             if not ok:
@@ -211,7 +239,7 @@ def run_module():
         changed = False
         if p["warm"]:
             python = os.path.join(p["venv"], "bin", "python")
-            res, secs = timed(commands.run_python, run, python, jit_smoke.WARM_SCRIPT, p["warm"], env=env, timeout=p["timeout"])
+            res, secs = timed(commands.run_python, as_user, python, jit_smoke.WARM_SCRIPT, p["warm"], env=env, timeout=p["timeout"])
             try:
                 warm = commands.last_json_line(res.stdout)
             except ValueError:

@@ -28,7 +28,8 @@ def test_specs_match_defaults(role):
             defaults[name],
         )
         if "choices" in spec:
-            assert defaults[name] in spec["choices"]
+            values = defaults[name] if spec.get("type") == "list" else [defaults[name]]
+            assert set(values) <= set(spec["choices"])
 
 
 def test_there_are_roles():

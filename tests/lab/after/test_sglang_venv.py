@@ -12,7 +12,7 @@ import time
 
 from ..conftest import ROOT, playbook, playbook_command
 
-LAB_SET = ["flashinfer-python==0.7.2.post1", "torch==2.13.0"]
+LAB_SET = ["flashinfer-python==0.7.4", "torch==2.13.0"]
 
 
 def only_current(run):
@@ -30,7 +30,7 @@ def meta(run, path="/opt/sglang/current"):
 
 def test_built_from_the_wheelhouse_and_checked(host, run):
     m = meta(run)
-    assert m["versions"] == {"flashinfer-python": "0.7.2.post1", "torch": "2.13.0+cpu"}
+    assert m["versions"] == {"flashinfer-python": "0.7.4", "torch": "2.13.0+cpu"}
     assert m["imports"] == {"flashinfer": "ok", "torch": "ok"} and m["inputs"]["find_links"] == ["/srv/wheelhouse"]
     assert current(run) == "/opt/sglang/venvs/" + m["hash"]
     assert host.run("/opt/sglang/current/bin/python -m pip check").rc == 0
@@ -55,7 +55,7 @@ def test_changed_pin_builds_a_new_venv_and_switches_after_its_check(run):
     rc, out, recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": [*LAB_SET, "tabulate==0.9.0"]})
     assert rc == 0 and recap["changed"] > 0, out[-3000:]
     new = current(run)
-    assert new != old and meta(run, new)["versions"]["flashinfer-python"] == "0.7.2.post1"
+    assert new != old and meta(run, new)["versions"]["flashinfer-python"] == "0.7.4"
     assert "tabulate==0.9.0" in run("%s/bin/python -m pip freeze" % new)
     assert run("test -d %s && echo kept" % old).strip() == "kept"  # the previous venv stays
 
@@ -131,7 +131,7 @@ def test_lock_file_with_hashes_and_a_patch(run, tmp_path):
     m = meta(run, new)
     assert new != old and m["patches"] == ["flashinfer-marker.patch"]
     assert re.fullmatch(r"[0-9a-f]{64}", m["inputs"]["requirements"])  # the lock file's sha256 is the input
-    assert m["versions"]["flashinfer-python"] == "0.7.2.post1"
+    assert m["versions"]["flashinfer-python"] == "0.7.4"
     assert "--require-hashes" not in run("cat %s/requirements.lock" % new) and run("test -f %s/requirements.lock && echo y" % new).strip() == "y"
     assert "BLACKWELL_LAB_PATCHED = True" in run("cat %s/lib/python3*/site-packages/flashinfer/__init__.py" % new)
     # the patch is applied once: a rerun changes nothing
