@@ -13,6 +13,7 @@ import re
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _TARGET = re.compile(r"^(\d+)(\d)([af]?)$")
+_ERROR_LINE = re.compile(r"(fatal )?error: .*")
 # Written by the role, never taken from sglang_service_environment (they come from the facts).
 MANAGED_KEYS = (
     "CUDA_HOME",
@@ -78,13 +79,21 @@ def verdict(failed, smoke, ready_without_launch):
     """(ready, reason) from a smoke result (the jit_smoke module's return or the boot validator's)."""
     steps = (smoke or {}).get("steps") or {}
     if failed:
-        return False, "smoke failed: %s" % ((smoke or {}).get("msg") or "no result")
+        return False, "smoke failed: %s" % _short((smoke or {}).get("msg") or "no result")
     launch = steps.get("launch") or {}
     if not launch.get("launched"):
         if not ready_without_launch:
             return False, "no kernel launched (%s) and sglang_service_ready_without_launch is false" % launch.get("reason", "no launch step")
         return True, "compiled%s; not launched (%s), allowed by policy" % (_warm_note(steps), launch.get("reason", "?"))
     return True, "kernel launched (%s)%s" % (launch.get("detail", "ok"), _warm_note(steps))
+
+
+def _short(msg):
+    """First line of a failure, plus the compiler's first error line when the output has one."""
+    lines = str(msg).strip().splitlines() or [""]
+    first = lines[0][:300]
+    err = next((m.group(0) for m in map(_ERROR_LINE.search, lines[1:]) if m), None)
+    return "%s (%s)" % (first, err[:300]) if err else first
 
 
 def _warm_note(steps):

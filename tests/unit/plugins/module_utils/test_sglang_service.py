@@ -28,9 +28,15 @@ NO_GPU = {
         "warm": {"modules": [{"name": "sampling", "compiled": True, "seconds": 64.2}]},
     },
 }
-NO_CURAND = {
+NO_CURAND = {  # as the lab's smoke reported it, with curand.h removed from CUDA 13.0 (output shortened)
     "failed": True,
-    "msg": "FlashInfer's JIT warm-up failed in the service environment: RuntimeError: Ninja build failed.",
+    "msg": "FlashInfer's JIT warm-up failed in the service environment: RuntimeError: Ninja build failed. Ninja output:\n"
+    "ninja: Entering directory `/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling'\n"
+    "[1/3]  /usr/local/cuda-13.0/bin/nvcc --generate-dependencies-with-compile -MF x.d -c sampling.cu\n"
+    "FAILED: [code=1] /var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/csrc_sampling.cuda.o\n"
+    "/opt/sglang/venvs/2c26817414e442ed/lib/python3.11/site-packages/flashinfer/data/include/flashinfer/sampling.cuh:21:10: "
+    "fatal error: curand.h: No such file or directory\n"
+    "compilation terminated.",
     "steps": {"compile": {"ok": True}, "launch": {"launched": False, "reason": "no GPU device node (/dev/nvidia0)"}},
 }
 
@@ -128,7 +134,13 @@ def test_digest_changes_with_each_input():
         (LAUNCHED, False, True, "kernel launched (max_error=0), JIT cache warm (sampling)"),
         (NO_GPU, False, False, "no kernel launched (no GPU device node (/dev/nvidia0)) and sglang_service_ready_without_launch is false"),
         (NO_GPU, True, True, "compiled, JIT cache warm (sampling); not launched (no GPU device node (/dev/nvidia0)), allowed by policy"),
-        (NO_CURAND, True, False, "smoke failed: FlashInfer's JIT warm-up failed in the service environment: RuntimeError: Ninja build failed."),
+        (
+            NO_CURAND,
+            True,
+            False,
+            "smoke failed: FlashInfer's JIT warm-up failed in the service environment: RuntimeError: Ninja build failed. Ninja output:"
+            " (fatal error: curand.h: No such file or directory)",
+        ),
         ({}, False, False, "no kernel launched (no launch step) and sglang_service_ready_without_launch is false"),
     ],
 )

@@ -1,0 +1,173 @@
+"""sglang_service on ct200: sglang-k26's environment from the facts, the JIT smoke gate, the ready marker,
+boot-time revalidation. The service is the lab's stand-in for SGLang (real FlashInfer under the unit's
+environment, /health). Runs after converge; the tests run in file order and each leaves ct200 ready.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+
+from ..conftest import INVENTORY, ROOT, playbook, playbook_command
+
+UNIT = "sglang-k26.service"
+DROPIN = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
+MARKER = "/etc/ansible/facts.d/blackwell_inference.fact"
+CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include/curand.h"
+SAMPLING = "/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
+
+
+def adhoc_command(module, args):
+    """An ad-hoc `ansible ct200 -m module -a args` with the same settings as the playbook runs."""
+    cmd, env = playbook_command()
+    return [os.path.join(os.path.dirname(cmd[0]), "ansible"), "ct200", "-i", INVENTORY, "-m", module, "-a", args], env
+
+
+def health(run):
+    return json.loads(run("python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=5).read().decode())\""))
+
+
+def marker(run):
+    return json.loads(run("cat " + MARKER))
+
+
+def main_pid(run):
+    return run("systemctl show -p MainPID --value " + UNIT).strip()
+
+
+def service_state(run):
+    """What a refused, checked or verify-only run must leave exactly as it was."""
+    return {
+        "pid": main_pid(run),
+        "started": run("systemctl show -p ExecMainStartTimestamp --value " + UNIT).strip(),
+        "files": run("md5sum %s %s /etc/systemd/system/sglang-k26-validate.service /etc/blackwell-inference/*" % (DROPIN, MARKER)),
+        "venv": run("readlink /opt/sglang/current"),
+        "packages": run("dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'"),
+    }
+
+
+def assert_started_from_a_warm_cache(report):
+    # FlashInfer's own build log (FLASHINFER_JIT_BUILD_LOG), this process's records: every load a ninja no-op
+    assert report["builds"], "FlashInfer logged no module load"
+    assert all(b["seconds"] < 1.0 for b in report["builds"]), report["builds"]
+    assert all(ld["seconds"] < 1.0 for ld in report["loads"]), report["loads"]
+
+
+def test_flashinfer_accepts_the_unit_environment_and_start_compiles_nothing(run):
+    report = health(run)
+    assert report["flashinfer"] == "0.7.4"
+    assert report["cuda_home"] == "/usr/local/cuda-13.0" and report["cuda_version"] == "13.0"
+    assert report["target_archs"] == ["120f"]  # FlashInfer's own archs for CC 12.0 with CUDA 13.0
+    env = report["environment"]
+    assert env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f" and env["FLASHINFER_WORKSPACE_BASE"] == "/var/cache/sglang"
+    assert env["PATH"].startswith("/usr/local/cuda-13.0/bin:/opt/sglang/current/bin:")
+    assert env["LD_LIBRARY_PATH"] is None  # not asked for
+    assert report["cache_dir"] == "/var/cache/sglang/.cache/flashinfer/0.7.4/120f"
+    assert_started_from_a_warm_cache(report)
+
+
+def test_dropin_marker_and_boot_unit(host, run):
+    dropin = host.file(DROPIN)
+    assert (dropin.user, dropin.group, dropin.mode) == ("root", "root", 0o644)
+    text = dropin.content_string
+    assert "Requires=sglang-k26-validate.service" in text and "After=sglang-k26-validate.service" in text
+    assert 'Environment="CUDA_HOME=/usr/local/cuda-13.0"' in text and "LD_LIBRARY_PATH" not in text
+    assert 'ExecStart=\nExecStart="/opt/sglang/current/bin/python" "/usr/local/libexec/sglang-standin.py"' in text
+    assert host.file("/var/cache/sglang").mode == 0o750
+    m = marker(run)
+    assert m["ready"] and m["launched"] is False and "allowed by policy" in m["reason"]
+    assert m["venv"] == run("readlink /opt/sglang/current").strip() == m["last_good"]["venv"]
+    assert m["versions"]["flashinfer-python"] == "0.7.4" and m["archs"] == "12.0f"
+    assert m["smoke"]["compile"]["ok"] and m["smoke"]["compile"]["archs"] == ["sm_120f"]
+    assert m["toolkit"] == {"cuda_home": "/usr/local/cuda-13.0", "cuda_version": "13.0"}
+    assert run("systemctl is-active sglang-k26-validate.service sglang-k26.service").split() == ["active", "active"]
+    assert "sglang-k26-validate.service" in run("systemctl show -p Requires --value " + UNIT).split()
+
+
+def test_ansible_local_shows_the_marker():
+    cmd, env = adhoc_command("ansible.builtin.setup", "gather_subset=!all,local")
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    local = json.loads(proc.stdout.split("=>", 1)[1])["ansible_facts"]["ansible_local"]["blackwell_inference"]
+    assert local["ready"] is True and local["archs"] == "12.0f" and local["venv"].startswith("/opt/sglang/venvs/")
+
+
+def test_verify_only_run_changes_nothing_and_reports(run):
+    before = service_state(run)
+    rc, out, recap = playbook("--tags", "verify")
+    assert rc == 0 and recap["changed"] == 0, out[-4000:]
+    assert "smoke (live (--tags verify)): compile ok" in out and "READY: compiled, JIT cache warm (sampling)" in out
+    assert "flashinfer 0.7.4: CUDA 13.0" in out and "8x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)" in out
+    assert "/usr/local/cuda: /usr/local/cuda-12.8" in out
+    assert service_state(run) == before
+
+
+def test_check_mode_with_a_changed_environment_changes_nothing(run):
+    before = service_state(run)
+    rc, out, recap = playbook("--check", extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}})
+    assert rc == 0 and recap["changed"] > 0, out[-4000:]  # it says what it would change ...
+    assert service_state(run) == before  # ... and changes nothing
+
+
+def test_secrets_go_to_a_0600_file_and_never_to_the_output(host, run):
+    secret = "hf_lab_" + hashlib.sha256(b"ct200").hexdigest()[:20]
+    rc, out, _ = playbook("-v", extra_vars={"sglang_service_secret_environment": {"HF_TOKEN": secret}})
+    try:
+        assert rc == 0, out[-4000:]
+        assert secret not in out
+        f = host.file("/etc/blackwell-inference/sglang-k26.secrets.env")
+        assert (f.user, f.mode) == ("root", 0o600) and f.content_string == 'HF_TOKEN="%s"\n' % secret
+        assert "EnvironmentFile=/etc/blackwell-inference/sglang-k26.secrets.env" in host.file(DROPIN).content_string
+        assert secret not in run("systemctl show -p Environment " + UNIT)  # not in the public environment
+        assert health(run)["environment"]["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"
+    finally:
+        rc, out, _ = playbook()
+        assert rc == 0, out[-4000:]
+    assert not host.file("/etc/blackwell-inference/sglang-k26.secrets.env").exists
+
+
+def test_broken_toolkit_fails_the_smoke_and_the_service_keeps_serving(run):
+    before = service_state(run)
+    run("mv %s /root/curand.h.away" % CURAND)
+    try:
+        # the full play stops at the toolkit's own verify, before touching the service
+        rc, out, _ = playbook()
+        assert rc != 0 and "curand headers: False" in out, out[-4000:]
+        assert service_state(run) == before
+        # the service's chain, on an environment change: the smoke fails in the unit's environment
+        rc, out, _ = playbook("--tags", "sglang_service", extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}})
+        assert rc != 0 and "ct200 is NOT READY: smoke failed" in out, out[-4000:]
+        assert "curand.h: No such file or directory" in out
+        m = marker(run)
+        assert not m["ready"] and "curand.h: No such file or directory" in m["reason"]
+        assert m["last_good"]["venv"] == before["venv"].strip()
+        after = service_state(run)
+        assert (after["pid"], after["started"], after["venv"]) == (before["pid"], before["started"], before["venv"])  # not restarted
+        assert run("md5sum " + DROPIN) in before["files"]  # the drop-in that passed is back
+        assert "NCCL_DEBUG" not in run("systemctl show -p Environment " + UNIT)
+        assert_started_from_a_warm_cache(health(run))  # still serving
+    finally:
+        run("test -e %s || mv /root/curand.h.away %s" % (CURAND, CURAND))
+    # the next run sees a host not ready, revalidates and restarts it
+    rc, out, recap = playbook()
+    assert rc == 0 and "needs a validation: marked not ready" in out, out[-4000:]
+    assert marker(run)["ready"] and main_pid(run) != before["pid"]
+    assert_started_from_a_warm_cache(health(run))
+    rc, out, recap = playbook()
+    assert rc == 0 and recap["changed"] == 0, out[-4000:]
+
+
+def test_wiped_cache_is_rewarmed_by_the_boot_validation_before_the_service_starts(run):
+    run("rm -rf /var/cache/sglang/.cache")
+    run("systemctl restart sglang-k26-validate.service")  # as at boot: the service requires it, so it restarts after it
+    assert run("test -e %s && echo warm" % SAMPLING).strip() == "warm"
+    m = marker(run)
+    assert m["ready"] and m["source"] == "boot validation (sglang-k26.service)"
+    assert [(w["name"], w["compiled"]) for w in m["smoke"]["warm"]["modules"]] == [("sampling", True)]
+    assert "sglang-k26.service: READY" in run("journalctl -u sglang-k26-validate.service -n 5 --no-pager")
+    run(
+        "for i in $(seq 60); do systemctl is-active -q " + UNIT + ' && python3 -c "import urllib.request; '
+        "urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=2)\" 2>/dev/null && exit 0; sleep 1; done; exit 1"
+    )
+    assert_started_from_a_warm_cache(health(run))
+    rc, out, recap = playbook()
+    assert rc == 0 and recap["changed"] == 0, out[-4000:]
