@@ -26,7 +26,7 @@ INVENTORY ?= inventories/lab/hosts.yml
 LIMIT ?= ct200
 PLAYBOOK_ARGS ?=
 
-.PHONY: help venv collection lab-deps lab lab-destroy molecule demo verify test lint sanity unit integration bench clean
+.PHONY: help venv collection lab-deps lab lab-destroy molecule demo verify test lint sanity unit integration bench bench-site clean
 
 help:
 	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
@@ -100,6 +100,12 @@ test: lab-deps lint sanity
 # Timings with a baseline in the same run (not a test).
 bench: collection
 	$(BIN)/python tests/benchmark/bench_cuda_facts.py
+
+# site.yml on the lab host against a baseline play (brings ct200 up and converges it first if needed).
+bench-site: collection
+	@if ! tests/fixtures/lab/labctl.sh status ct200 0; then $(MAKE) lab; fi
+	$(BIN)/ansible-playbook -i inventories/lab/hosts.yml site.yml -l ct200 >/dev/null
+	$(BIN)/python tests/benchmark/bench_site.py
 
 clean:
 	rm -rf .collections tests/output .pytest_cache .ruff_cache

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Boot-time revalidation of an SGLang service (installed by blackwell.inference.sglang_service).

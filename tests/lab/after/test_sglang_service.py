@@ -110,7 +110,7 @@ def test_check_mode_with_a_changed_environment_changes_nothing(run):
 
 def test_secrets_go_to_a_0600_file_and_never_to_the_output(host, run):
     secret = "hf_lab_" + hashlib.sha256(b"ct200").hexdigest()[:20]
-    rc, out, _ = playbook("-v", extra_vars={"sglang_service_secret_environment": {"HF_TOKEN": secret}})
+    rc, out, _recap = playbook("-v", extra_vars={"sglang_service_secret_environment": {"HF_TOKEN": secret}})
     try:
         assert rc == 0, out[-4000:]
         assert secret not in out
@@ -120,7 +120,7 @@ def test_secrets_go_to_a_0600_file_and_never_to_the_output(host, run):
         assert secret not in run("systemctl show -p Environment " + UNIT)  # not in the public environment
         assert health(run)["environment"]["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"
     finally:
-        rc, out, _ = playbook()
+        rc, out, _recap = playbook()
         assert rc == 0, out[-4000:]
     assert not host.file("/etc/blackwell-inference/sglang-k26.secrets.env").exists
 
@@ -130,11 +130,11 @@ def test_broken_toolkit_fails_the_smoke_and_the_service_keeps_serving(run):
     run("mv %s /root/curand.h.away" % CURAND)
     try:
         # the full play stops at the toolkit's own verify, before touching the service
-        rc, out, _ = playbook()
+        rc, out, _recap = playbook()
         assert rc != 0 and "curand headers: False" in out, out[-4000:]
         assert service_state(run) == before
         # the service's chain, on an environment change: the smoke fails in the unit's environment
-        rc, out, _ = playbook("--tags", "sglang_service", extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}})
+        rc, out, _recap = playbook("--tags", "sglang_service", extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}})
         assert rc != 0 and "ct200 is NOT READY: smoke failed" in out, out[-4000:]
         assert "curand.h: No such file or directory" in out
         m = marker(run)
