@@ -26,13 +26,15 @@ INVENTORY ?= inventories/lab/hosts.yml
 LIMIT ?= ct200
 PLAYBOOK_ARGS ?=
 
-.PHONY: help venv collection lab-deps lab lab-destroy molecule demo verify test lint sanity unit integration bench bench-site clean
+.PHONY: help venv collection lab-deps lab lab-destroy molecule demo verify test lint sanity unit integration bench bench-site docs clean
 
 help:
 	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
 	@echo "make test   - ansible-lint, yamllint, ruff, ansible-test sanity, pytest (unit + integration)"
 	@echo "make verify - only the read-only checks (--tags verify)"
 	@echo "make bench  - cuda_facts timings against a baseline"
+	@echo "make bench-site - site.yml no-op and --tags verify on the lab host against a baseline play"
+	@echo "make docs   - role READMEs from meta/argument_specs.yml, CHANGELOG.rst from changelogs/"
 
 $(BIN)/.installed: requirements.txt
 	@mkdir -p $(PIP_CACHE_DIR)
@@ -83,6 +85,14 @@ lint: collection
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/ansible-lint --profile production
+	$(BIN)/python tools/role_docs.py --check
+	$(BIN)/antsibull-changelog lint
+	@$(BIN)/antsibull-changelog generate && git diff --quiet -- CHANGELOG.rst || { echo "CHANGELOG.rst was stale (regenerated): commit it"; exit 1; }
+
+# Role READMEs from meta/argument_specs.yml, CHANGELOG.rst from changelogs/.
+docs: collection
+	$(BIN)/python tools/role_docs.py
+	$(BIN)/antsibull-changelog generate
 
 sanity: collection
 	tests/sanity.sh

@@ -3,65 +3,10 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
----
-name: sglang_service_environment
-short_description: The SGLang service's environment, derived from the measured facts
-version_added: "0.1.0"
-description:
-  - Builds the environment of the unit - C(CUDA_HOME) and C(PATH) of the chosen toolkit, C(FLASHINFER_CUDA_ARCH_LIST),
-    C(FLASHINFER_WORKSPACE_BASE) and C(SGLANG_CACHE_DIR) - plus optional C(FLASHINFER_JIT_BUILD_LOG), C(LD_LIBRARY_PATH)
-    and extra variables (which may not override the derived ones).
-author:
-  - Blackwell Inference maintainers (@blackwell-inference)
-positional: venv, cache_dir, archs, build_log, ld_library_path, extra
-options:
-  _input:
-    description: The toolkit's home, e.g. C(/usr/local/cuda-13.0).
-    type: str
-    required: true
-  venv:
-    description: The venv the service runs from.
-    type: str
-    required: true
-  cache_dir:
-    description: Persistent cache directory (FlashInfer's workspace base).
-    type: str
-    required: true
-  archs:
-    description: C(FLASHINFER_CUDA_ARCH_LIST), e.g. C(12.0a).
-    type: str
-    required: true
-  build_log:
-    description: C(FLASHINFER_JIT_BUILD_LOG) path, empty for none.
-    type: str
-    default: ""
-  ld_library_path:
-    description: Entries of C(LD_LIBRARY_PATH), empty for none.
-    type: list
-    elements: str
-    default: []
-  extra:
-    description: More variables.
-    type: dict
-    default: {}
-"""
+# Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
+from ansible.errors import AnsibleFilterError
 
-EXAMPLES = r"""
-- name: Environment
-  ansible.builtin.debug:
-    msg: "{{ '/usr/local/cuda-13.0' | blackwell.inference.sglang_service_environment('/opt/sglang/current', '/var/cache/sglang', '12.0a') }}"
-"""
-
-RETURN = r"""
-_value:
-  description: Variable name to value.
-  type: dict
-"""
-
-from ansible.errors import AnsibleFilterError  # noqa: E402 - after the documentation, as in every plugin
-
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_service  # noqa: E402
+from ansible_collections.blackwell.inference.plugins.module_utils import sglang_service
 
 
 def _guard(func):

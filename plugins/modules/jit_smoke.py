@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: jit_smoke
 short_description: Compile (and on a GPU launch) a real CUDA kernel and warm FlashInfer's JIT cache in a service's environment
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Runs with exactly the service's environment (its unit's C(Environment=)/C(EnvironmentFile=) and O(environment)) and venv.
   - C(compile) builds a saxpy kernel with the nvcc FlashInfer would use in that environment, for every target arch
