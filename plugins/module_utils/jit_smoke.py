@@ -37,24 +37,43 @@ int main() {
 # service environment as JSON on stdin, so the build sees exactly the service's environment (any
 # difference would make ninja rebuild at service start).
 WARM_SCRIPT = r"""
-import json, os, sys, time
+import json, os, subprocess, sys, time
 os.environ.update(json.load(sys.stdin))
+GENS = {"sampling": "flashinfer.jit.sampling:gen_sampling_module"}
+# Loading runs in a child: a damaged library (e.g. truncated) kills the loader with SIGBUS.
+CHILD = ("import sys; mod, func = sys.argv[1].split(':'); "
+         "spec = getattr(__import__(mod, fromlist=[func]), func)(); "
+         "(spec.load if hasattr(spec, 'load') else spec.build_and_load)()")
+def loads(name):
+    p = subprocess.run([sys.executable, "-c", CHILD, GENS[name]], capture_output=True, text=True)
+    if p.returncode == 0:
+        return None
+    lines = p.stderr.strip().splitlines()
+    return lines[-1] if lines and p.returncode > 0 else "killed by signal %d" % -p.returncode
 out = {"modules": [], "error": None, "gpu_run": None}
 try:
     import flashinfer
     from flashinfer.jit import env as jit_env
     out["cache_dir"] = str(jit_env.FLASHINFER_WORKSPACE_DIR)
-    gens = {"sampling": "flashinfer.jit.sampling:gen_sampling_module"}
     for name in sys.argv[1:]:
-        mod, func = gens[name].split(":")
+        mod, func = GENS[name].split(":")
         spec = getattr(__import__(mod, fromlist=[func]), func)()
         lib = spec.jit_library_path
         before = lib.stat().st_mtime if lib.exists() else None
         start = time.monotonic()
         spec.build()
+        entry = {"name": name, "library": str(lib)}
+        broken = loads(name)
+        if broken:  # ninja saw nothing to do, but the library does not load: rebuild it
+            entry["repaired"] = broken
+            lib.unlink()
+            spec.build()
+            broken = loads(name)
+            if broken:
+                raise RuntimeError("%s does not load after a rebuild: %s" % (lib, broken))
         after = lib.stat().st_mtime if lib.exists() else None
-        out["modules"].append({"name": name, "library": str(lib), "seconds": round(time.monotonic() - start, 2),
-                               "compiled": before != after, "exists": after is not None})
+        entry.update({"seconds": round(time.monotonic() - start, 2), "compiled": before != after, "exists": after is not None, "loads": True})
+        out["modules"].append(entry)
     import torch
     if torch.cuda.is_available() and "sampling" in sys.argv[1:]:
         probs = torch.softmax(torch.randn(4, 32, device="cuda"), dim=-1)

@@ -15,8 +15,9 @@ description:
     (C(FLASHINFER_CUDA_ARCH_LIST) of the service, else the GPUs' compute capabilities), into a temporary directory.
   - C(launch) runs it and checks the numbers when a GPU device node (C(/dev/nvidia0)) exists; otherwise reports
     C(launched=false) with the reason.
-  - C(warm) builds FlashInfer's JIT modules (default C(sampling)) into its cache in that environment, and on a GPU host
-    runs FlashInfer's sampling once on a tiny tensor.
+  - C(warm) builds FlashInfer's JIT modules (default C(sampling)) into its cache in that environment, loads each one in a
+    child process as the service would (a damaged library, e.g. truncated, is rebuilt), and on a GPU host runs
+    FlashInfer's sampling once on a tiny tensor.
   - Each step reports its status and seconds. C(changed) is true only if something was compiled into FlashInfer's
     cache, so a rerun reports unchanged. In check mode nothing runs.
 author:
@@ -106,7 +107,9 @@ steps:
       type: dict
       returned: unless check mode
     warm:
-      description: C(modules) (name, library, seconds, compiled), C(cache_dir), C(gpu_run), C(seconds).
+      description:
+        - C(modules) (name, library, seconds, compiled, loads, and C(repaired) with the load failure when a cached library
+          that ninja considered current did not load and was rebuilt), C(cache_dir), C(gpu_run), C(seconds).
       type: dict
       returned: unless check mode
   sample:

@@ -30,11 +30,13 @@ def built(tmp_path_factory):
         version = yaml.safe_load(fh)["version"]
     tarball = work / ("blackwell-inference-%s.tar.gz" % version)
     coll = work / "collections"
-    # --no-deps: ansible.posix and community.general come from the `ansible` package (Galaxy is unreachable here)
-    tool("ansible-galaxy", "collection", "install", str(tarball), "-p", str(coll), "--no-deps", cwd=str(work))
     cfg = work / "ansible.cfg"
     cfg.write_text("[defaults]\n")
+    # only the empty path: the checkout (linked under .collections) must not count as "already installed"
     env = dict(os.environ, ANSIBLE_CONFIG=str(cfg), ANSIBLE_COLLECTIONS_PATH=str(coll), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1")
+    # --no-deps: ansible.posix and community.general come from the `ansible` package (Galaxy is unreachable here)
+    tool("ansible-galaxy", "collection", "install", str(tarball), "-p", str(coll), "--no-deps", cwd=str(work), env=env)
+    assert (coll / "ansible_collections" / "blackwell" / "inference" / "MANIFEST.json").exists()
     return {"work": work, "tarball": tarball, "coll": coll, "env": env, "installed": coll / "ansible_collections" / "blackwell" / "inference"}
 
 
@@ -83,7 +85,7 @@ def test_the_playbook_resolves_by_fqcn_and_passes_syntax_check(built):
 
 
 def test_ansible_builder_reads_the_execution_environment_metadata(built):
-    proc = tool("ansible-builder", "introspect", "--sanitize", str(built["coll"]), cwd=str(built["work"]))
+    proc = tool("ansible-builder", "introspect", "--sanitize", str(built["coll"]), cwd=str(built["work"]), env=built["env"])
     data = yaml.safe_load(proc.stdout.split("---", 1)[-1]) if "---" in proc.stdout else yaml.safe_load(proc.stdout)
     system = json.dumps(data.get("system") or data)
     assert "openssh-client [platform:dpkg]" in system and "blackwell.inference" in system, proc.stdout

@@ -1,0 +1,130 @@
+"""Every role variable fed a wrong type or value (table-driven): refused before any change, with a message
+naming the variable. All cases run in one play on ct200 (a block and rescue per case); the host's
+packages, alternatives, units, venvs and marker are compared before and after."""
+
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
+from ..conftest import INVENTORY, ROOT
+
+# A wrong value for each type; options whose type accepts anything get a value their preflight refuses.
+WRONG_BY_TYPE = {"bool": "perhaps", "int": "many", "list": {"not": "a list"}, "dict": "not-a-dict"}
+WRONG_VALUES = {
+    "cuda_toolkit_versions": [["13.x"], ["12.3.4"]],
+    "cuda_toolkit_default": ["13", "99.9"],
+    "cuda_toolkit_root": ["usr/local"],
+    "cuda_toolkit_repo_base_url": ["ftp://mirror.example/cuda"],
+    "cuda_toolkit_repo_key_fingerprint": ["not-a-fingerprint"],
+    "cuda_toolkit_package_versions": [{"13.0.2": {"cuda-nvcc-13-0": ""}}],
+    "cuda_toolkit_apt_retries": [-1],
+    "cuda_toolkit_verify_archs": [["compute_120"]],
+    "sglang_venv_root": ["opt/sglang", "/"],
+    "sglang_venv_python": [""],
+    "sglang_venv_packages": [[], ["sglang>=0.5"]],
+    "sglang_venv_keep": [0],
+    "sglang_venv_build_timeout": [0],
+    "sglang_venv_lock_file": ["/nonexistent/lock.txt"],
+    "sglang_venv_patches": [["/nonexistent/fix.patch"]],
+    "sglang_service_name": ["sglang.service", "bad name"],
+    "sglang_service_user": ["Root!"],
+    "sglang_service_group": ["Sglang Group"],
+    "sglang_service_venv": ["opt/sglang/current"],
+    "sglang_service_cuda_home": ["/usr/local/cuda", "cuda-13.0"],
+    "sglang_service_arch_list": ["sm_120", "12"],
+    "sglang_service_cache_dir": ["/var/cache", "cache"],
+    "sglang_service_jit_build_log": ["jit.jsonl"],
+    "sglang_service_ld_library_path": [["lib64"]],
+    "sglang_service_environment": [{"CUDA_HOME": "/usr/local/cuda"}, {"BAD-NAME": "1"}],
+    "sglang_service_secret_environment": [{"HF TOKEN": "x"}],
+    "sglang_service_port": [0, 70000],
+    "sglang_service_health_path": ["health"],
+    "sglang_service_health_timeout": [0],
+    "sglang_service_smoke_timeout": [-5],
+    "sglang_service_marker": ["Bad-Name"],
+    "sglang_service_mode": ["sidecar"],
+    "sglang_service_jit_warm": [["decode"]],
+}
+# Free-form strings and lists of strings with no wrong value (any text is a valid value).
+FREE_FORM = {
+    "cuda_toolkit_runfiles",  # dict: a wrong type is covered; its content is checked only with method=runfile
+    "cuda_toolkit_nvidia_smi",
+    "sglang_venv_index_url",
+    "sglang_venv_extra_index_urls",
+    "sglang_venv_find_links",
+    "sglang_venv_check_imports",
+    "sglang_service_extra_groups",
+    "sglang_service_model_path",
+    "sglang_service_host",
+    "sglang_service_args",
+    "sglang_service_command",
+}
+
+
+def cases():
+    out = []
+    for role in ("cuda_toolkit", "sglang_venv", "sglang_service"):
+        with open(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml")) as fh:
+            options = yaml.safe_load(fh)["argument_specs"]["main"]["options"]
+        for name, spec in options.items():
+            values = list(WRONG_VALUES.get(name, []))
+            if spec.get("choices") and name not in WRONG_VALUES:
+                values.append(["not-a-choice"] if spec.get("type") == "list" else "not-a-choice")
+            if spec.get("type") in WRONG_BY_TYPE:
+                values.append(WRONG_BY_TYPE[spec["type"]])
+            assert values or name in FREE_FORM, "no wrong value for %s: add one to the table" % name
+            out += [{"role": role, "var": name, "value": v} for v in values]
+    return out
+
+
+def test_every_wrong_variable_is_refused_before_any_change(run, tmp_path):
+    table = cases()
+    assert len(table) >= 60
+    state = "dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'; update-alternatives --query cuda; ls -l /opt/sglang /opt/sglang/venvs; "
+    state += "md5sum /etc/systemd/system/sglang-k26.service.d/*.conf /etc/ansible/facts.d/*.fact; systemctl show -p MainPID --value sglang-k26"
+    before = run(state)
+    results = tmp_path / "results.json"
+    tasks = []
+    for i, case in enumerate(table):
+        tasks.append(
+            {
+                "name": "case %d: %s=%s" % (i, case["var"], json.dumps(case["value"])),
+                "block": [{"ansible.builtin.include_role": {"name": "blackwell.inference." + case["role"]}, "vars": {case["var"]: case["value"]}}],
+                "rescue": [
+                    {
+                        "ansible.builtin.set_fact": {
+                            "refusals": "{{ refusals | default({}) | combine({'%d': ansible_failed_result.msg | default('') | string}) }}" % i
+                        }
+                    }
+                ],
+            }
+        )
+    tasks.append(
+        {
+            "ansible.builtin.copy": {"content": "{{ refusals | default({}) | to_json }}", "dest": str(results), "mode": "0644"},
+            "delegate_to": "localhost",
+        }
+    )
+    play = tmp_path / "bad_variables.yml"
+    play.write_text(yaml.safe_dump([{"name": "Wrong variables", "hosts": "ct200", "gather_facts": True, "gather_subset": ["min"], "tasks": tasks}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), NO_COLOR="1")
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, str(play)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "Traceback (most recent call last)" not in proc.stdout + proc.stderr
+    refusals = json.loads(results.read_text())
+    accepted = [c for i, c in enumerate(table) if str(i) not in refusals]
+    assert not accepted, "accepted: %s" % accepted
+    unnamed = [(c, refusals[str(i)][:300]) for i, c in enumerate(table) if c["var"] not in refusals[str(i)]]
+    assert not unnamed, "refused without naming the variable: %s" % unnamed
+    assert run(state) == before
+    print("%d wrong values refused, each naming its variable, nothing changed" % len(table))

@@ -1,0 +1,242 @@
+"""Fault injection on ct200 after converge: the faults a fleet meets, and nothing may be lost.
+
+Each test injects one fault, checks the answer is clear (no traceback) and that the service kept
+serving its previous state, then removes the fault and checks the next run converges. Every test
+leaves ct200 ready for the next one.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from ..conftest import ROOT, playbook, playbook_command
+
+UNIT = "sglang-k26.service"
+SAMPLING = "/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
+PKG = "libcurand-dev-13-0"
+DOUBLE_CONFIG = "/etc/nvidia-smi-double.json"
+
+
+def health(run):
+    return json.loads(run("python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=5).read().decode())\""))
+
+
+def serving(run):
+    """The service answers and started without compiling (FlashInfer's build log)."""
+    report = health(run)
+    assert report["cuda_version"] == "13.0" and all(b["seconds"] < 1.0 for b in report["builds"]), report
+    return report["pid"]
+
+
+def marker(run):
+    return json.loads(run("cat /etc/ansible/facts.d/blackwell_inference.fact"))
+
+
+def installed(run, pkg=PKG):
+    return run("dpkg-query -W -f '${db:Status-Abbrev}' %s 2>/dev/null || true" % pkg).strip()
+
+
+def no_traceback(out):
+    assert "Traceback (most recent call last)" not in out, out[-4000:]
+
+
+def converges(extra_vars=None):
+    rc, out, recap = playbook(extra_vars=extra_vars)
+    assert rc == 0, out[-4000:]
+    return recap
+
+
+def remove_pinned_package(run):
+    run("apt-mark unhold %s >/dev/null && apt-get remove -y -q %s >/dev/null" % (PKG, PKG))
+    assert installed(run) != "ii "
+
+
+def back_and_held(run):
+    assert installed(run) == "ii " and PKG in run("apt-mark showhold").split()
+    assert run("dpkg --audit").strip() == ""
+
+
+def hold_dpkg_lock(run, seconds):
+    """Another apt/dpkg (e.g. unattended-upgrades) holding the frontend lock: a POSIX lock, as apt takes it."""
+    run(
+        "systemd-run --unit=fault-dpkg-lock --collect python3 -c \"import fcntl, time; "
+        "f = open('/var/lib/dpkg/lock-frontend', 'w'); fcntl.lockf(f, fcntl.LOCK_EX); time.sleep(%d)\"" % seconds
+    )
+    time.sleep(1)
+
+
+def kill_play_when(text, after, extra_vars=None):
+    """Start site.yml, SIGKILL the whole ansible-playbook process group `after` seconds after `text` shows."""
+    cmd, env = playbook_command(extra_vars=extra_vars)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if text in line:
+            time.sleep(after)
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    proc.wait()
+    out = "".join(seen)
+    assert text in out and proc.returncode == -signal.SIGKILL, out[-3000:]
+    time.sleep(3)  # let the remote side notice the dropped connection
+    return out
+
+
+# -- the apt mirror ---------------------------------------------------------------------------------
+
+
+def test_mirror_gone_mid_run_retries_then_fails_clearly_and_nothing_is_half_installed(run):
+    pid = serving(run)
+    remove_pinned_package(run)
+    run("mount -t tmpfs -o size=1m,mode=0755 mirror-gone /srv/cuda-mirror")  # the mirror vanishes
+    try:
+        rc, out, _ = playbook("--tags", "cuda_toolkit", extra_vars={"cuda_toolkit_apt_retries": 2, "cuda_toolkit_apt_retry_delay": 2})
+        assert rc != 0 and out.count("FAILED - RETRYING: [ct200]: blackwell.inference.cuda_toolkit : Install the pinned components") == 2, out[-4000:]
+        assert "Failed to fetch file:/srv/cuda-mirror" in out, out[-4000:]
+        no_traceback(out)
+        assert run("dpkg --audit").strip() == "" and installed(run) != "ii "
+        assert run("readlink -f /usr/local/cuda").strip() == "/usr/local/cuda-12.8"
+        assert serving(run) == pid
+    finally:
+        run("umount /srv/cuda-mirror")
+    converges()
+    back_and_held(run)
+    assert serving(run) == pid  # a reinstalled header set changes nothing the service was validated for
+
+
+# -- another apt/dpkg holding the lock --------------------------------------------------------------
+
+
+def test_dpkg_lock_held_briefly_waits_then_proceeds(run):
+    remove_pinned_package(run)
+    hold_dpkg_lock(run, 20)
+    start = time.monotonic()
+    rc, out, _ = playbook("--tags", "cuda_toolkit")
+    assert rc == 0, out[-4000:]
+    assert time.monotonic() - start > 15  # it waited for the lock
+    back_and_held(run)
+
+
+def test_dpkg_lock_held_too_long_fails_clearly_then_the_next_run_converges(run):
+    remove_pinned_package(run)
+    hold_dpkg_lock(run, 300)
+    try:
+        rc, out, _ = playbook("--tags", "cuda_toolkit", extra_vars={"cuda_toolkit_apt_lock_timeout": 5, "cuda_toolkit_apt_retries": 0})
+        assert rc != 0 and "lock" in out.split("Install the pinned components", 1)[-1].lower(), out[-4000:]
+        no_traceback(out)
+        assert installed(run) != "ii " and run("dpkg --audit").strip() == ""
+    finally:
+        run("systemctl stop fault-dpkg-lock.service || true")
+    converges()
+    back_and_held(run)
+
+
+# -- kill -9 of the play ----------------------------------------------------------------------------
+
+
+def test_play_killed_during_the_toolkit_install(run):
+    pid = serving(run)
+    remove_pinned_package(run)
+    run("apt-mark unhold libcurand-13-0 >/dev/null && apt-get remove -y -q libcurand-13-0 >/dev/null")  # more to unpack
+    kill_play_when("TASK [blackwell.inference.cuda_toolkit : Install the pinned components]", 2)
+    assert serving(run) == pid and run("readlink -f /usr/local/cuda").strip() == "/usr/local/cuda-12.8"
+    converges()
+    back_and_held(run)
+    assert installed(run, "libcurand-13-0") == "ii "
+    assert serving(run) == pid
+
+
+def test_play_killed_during_the_venv_build(run):
+    pid, current = serving(run), run("readlink /opt/sglang/current").strip()
+    pins = {"sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"]}
+    kill_play_when("TASK [blackwell.inference.sglang_venv : Install the pinned packages", 3, extra_vars=pins)
+    assert run("readlink /opt/sglang/current").strip() == current and serving(run) == pid
+    assert marker(run)["ready"]
+    converges(pins)  # the build is redone, checked, switched, smoke-tested and the service restarted on it
+    assert run("readlink /opt/sglang/current").strip() != current and serving(run) != pid
+    converges()  # back to the lab's inputs (that venv is kept: a switch and a validation, no build)
+    assert run("readlink /opt/sglang/current").strip() == current
+    serving(run)
+
+
+def test_play_killed_during_the_smoke(run):
+    pid, before = serving(run), marker(run)
+    changed = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
+    kill_play_when("RUNNING HANDLER [blackwell.inference.sglang_service : Run the JIT smoke in the service's environment]", 1, extra_vars=changed)
+    assert serving(run) == pid  # not restarted onto an unvalidated state
+    assert marker(run)["inputs"] == before["inputs"]  # nothing vouched for the new inputs
+    converges(changed)  # revalidated (marker inputs differ), then restarted
+    assert marker(run)["ready"] and marker(run)["inputs"] != before["inputs"] and serving(run) != pid
+    converges()
+    assert marker(run)["inputs"] == before["inputs"]
+    serving(run)
+
+
+# -- the JIT cache ----------------------------------------------------------------------------------
+
+
+def test_truncated_jit_module_is_found_and_rebuilt_by_the_smoke(run):
+    pid = serving(run)
+    run("truncate -s 4096 " + SAMPLING)  # loading it now kills the loader with SIGBUS
+    rc, out, recap = playbook("--tags", "verify")
+    assert rc == 0 and recap["changed"] == 1, out[-4000:]  # the smoke, which rebuilt the library
+    assert "(compiled into the cache)" in out
+    assert run("stat -c %s " + SAMPLING).strip() != "4096"
+    assert serving(run) == pid
+    run("systemctl restart " + UNIT)  # and the service starts from it without compiling
+    run("for i in $(seq 60); do python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=2)\" 2>/dev/null && exit 0; sleep 1; done; exit 1")
+    serving(run)
+
+
+def test_truncated_jit_module_is_rebuilt_at_boot_before_the_service_starts(run):
+    run("truncate -s 4096 " + SAMPLING)
+    run("systemctl restart sglang-k26-validate.service")
+    m = marker(run)
+    assert m["ready"] and m["source"] == "boot validation (sglang-k26.service)"
+    assert m["smoke"]["warm"]["modules"][0]["repaired"] == "killed by signal 7"
+    run("for i in $(seq 60); do python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=2)\" 2>/dev/null && exit 0; sleep 1; done; exit 1")
+    serving(run)
+
+
+# -- the GPUs and the driver (nvidia-smi double) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "config,expected",
+    [
+        ({"mode": "no_driver"}, "driver"),
+        ({"mode": "no_devices"}, "no GPU"),
+        ({"mode": "garbage"}, "nvidia-smi"),
+    ],
+)
+def test_driver_faults_give_a_clear_answer_and_change_nothing(run, config, expected):
+    pid, files = serving(run), run("md5sum /etc/systemd/system/sglang-k26.service.d/*.conf /etc/ansible/facts.d/*.fact")
+    run("echo '%s' > %s" % (json.dumps(config), DOUBLE_CONFIG))
+    try:
+        rc, out, _ = playbook("--tags", "verify")
+        no_traceback(out)
+        assert rc != 0 and expected.lower() in out.lower(), out[-4000:]
+        assert serving(run) == pid and run("md5sum /etc/systemd/system/sglang-k26.service.d/*.conf /etc/ansible/facts.d/*.fact") == files
+    finally:
+        run("rm -f " + DOUBLE_CONFIG)
+
+
+def test_mixed_fleet_is_reported_per_compute_capability(run):
+    gpus = [{"name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "compute_cap": "12.0"}] * 4 + [{"name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0"}] * 4
+    run("echo '%s' > %s" % (json.dumps({"gpus": gpus}), DOUBLE_CONFIG))
+    try:
+        rc, out, _ = playbook("--tags", "verify")
+        no_traceback(out)
+        assert "4x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)" in out and "4x NVIDIA H100 80GB HBM3 (CC 9.0)" in out, out[-4000:]
+        # FlashInfer's own archs for both (9.0a with any CUDA, 12.0f with 13.0), written only by a converge
+        assert "archs 120f 90a" in out or "archs 90a 120f" in out, out[-4000:]
+        assert "FLASHINFER_CUDA_ARCH_LIST=9.0a 12.0f" in out
+        assert rc == 0  # the host is still ready for what it was validated for; nothing changed
+    finally:
+        run("rm -f " + DOUBLE_CONFIG)
+    serving(run)
