@@ -25,6 +25,13 @@ def health(run):
     return json.loads(run("python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=5).read().decode())\""))
 
 
+def wait_for_health(run):
+    run(
+        "for i in $(seq 60); do python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=2)\" "
+        "2>/dev/null && exit 0; sleep 1; done; exit 1"
+    )
+
+
 def serving(run):
     """The service answers and started without compiling (FlashInfer's build log)."""
     report = health(run)
@@ -63,7 +70,7 @@ def back_and_held(run):
 def hold_dpkg_lock(run, seconds):
     """Another apt/dpkg (e.g. unattended-upgrades) holding the frontend lock: a POSIX lock, as apt takes it."""
     run(
-        "systemd-run --unit=fault-dpkg-lock --collect python3 -c \"import fcntl, time; "
+        'systemd-run --unit=fault-dpkg-lock --collect python3 -c "import fcntl, time; '
         "f = open('/var/lib/dpkg/lock-frontend', 'w'); fcntl.lockf(f, fcntl.LOCK_EX); time.sleep(%d)\"" % seconds
     )
     time.sleep(1)
@@ -189,7 +196,7 @@ def test_truncated_jit_module_is_found_and_rebuilt_by_the_smoke(run):
     assert run("stat -c %s " + SAMPLING).strip() != "4096"
     assert serving(run) == pid
     run("systemctl restart " + UNIT)  # and the service starts from it without compiling
-    run("for i in $(seq 60); do python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=2)\" 2>/dev/null && exit 0; sleep 1; done; exit 1")
+    wait_for_health(run)
     serving(run)
 
 
@@ -199,7 +206,7 @@ def test_truncated_jit_module_is_rebuilt_at_boot_before_the_service_starts(run):
     m = marker(run)
     assert m["ready"] and m["source"] == "boot validation (sglang-k26.service)"
     assert m["smoke"]["warm"]["modules"][0]["repaired"] == "killed by signal 7"
-    run("for i in $(seq 60); do python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=2)\" 2>/dev/null && exit 0; sleep 1; done; exit 1")
+    wait_for_health(run)
     serving(run)
 
 
