@@ -103,7 +103,7 @@ def test_mirror_gone_mid_run_retries_then_fails_clearly_and_nothing_is_half_inst
     remove_pinned_package(run)
     run("mount -t tmpfs -o size=1m,mode=0755 mirror-gone /srv/cuda-mirror")  # the mirror vanishes
     try:
-        rc, out, _ = playbook("--tags", "cuda_toolkit", extra_vars={"cuda_toolkit_apt_retries": 2, "cuda_toolkit_apt_retry_delay": 2})
+        rc, out, _recap = playbook("--tags", "cuda_toolkit", extra_vars={"cuda_toolkit_apt_retries": 2, "cuda_toolkit_apt_retry_delay": 2})
         assert rc != 0 and out.count("FAILED - RETRYING: [ct200]: blackwell.inference.cuda_toolkit : Install the pinned components") == 2, out[-4000:]
         assert "Failed to fetch file:/srv/cuda-mirror" in out, out[-4000:]
         no_traceback(out)
@@ -124,7 +124,7 @@ def test_dpkg_lock_held_briefly_waits_then_proceeds(run):
     remove_pinned_package(run)
     hold_dpkg_lock(run, 20)
     start = time.monotonic()
-    rc, out, _ = playbook("--tags", "cuda_toolkit")
+    rc, out, _recap = playbook("--tags", "cuda_toolkit")
     assert rc == 0, out[-4000:]
     assert time.monotonic() - start > 15  # it waited for the lock
     back_and_held(run)
@@ -134,7 +134,7 @@ def test_dpkg_lock_held_too_long_fails_clearly_then_the_next_run_converges(run):
     remove_pinned_package(run)
     hold_dpkg_lock(run, 300)
     try:
-        rc, out, _ = playbook("--tags", "cuda_toolkit", extra_vars={"cuda_toolkit_apt_lock_timeout": 5, "cuda_toolkit_apt_retries": 0})
+        rc, out, _recap = playbook("--tags", "cuda_toolkit", extra_vars={"cuda_toolkit_apt_lock_timeout": 5, "cuda_toolkit_apt_retries": 0})
         assert rc != 0 and "lock" in out.split("Install the pinned components", 1)[-1].lower(), out[-4000:]
         no_traceback(out)
         assert not installed(run) and run("dpkg --audit").strip() == ""
@@ -226,7 +226,7 @@ def test_driver_faults_give_a_clear_answer_and_change_nothing(run, config, expec
     pid, files = serving(run), run("md5sum /etc/systemd/system/sglang-k26.service.d/*.conf /etc/ansible/facts.d/*.fact")
     run("echo '%s' > %s" % (json.dumps(config), DOUBLE_CONFIG))
     try:
-        rc, out, _ = playbook("--tags", "verify")
+        rc, out, _recap = playbook("--tags", "verify")
         no_traceback(out)
         assert rc != 0 and expected.lower() in out.lower(), out[-4000:]
         assert serving(run) == pid and run("md5sum /etc/systemd/system/sglang-k26.service.d/*.conf /etc/ansible/facts.d/*.fact") == files
@@ -239,7 +239,7 @@ def test_mixed_fleet_is_reported_per_compute_capability_and_not_ready_until_reva
     gpus = [{"name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "compute_cap": "12.0"}] * 4 + [{"name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0"}] * 4
     run("echo '%s' > %s" % (json.dumps({"gpus": gpus}), DOUBLE_CONFIG))
     try:
-        rc, out, _ = playbook("--tags", "verify")
+        rc, out, _recap = playbook("--tags", "verify")
         no_traceback(out)
         assert "4x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)" in out and "4x NVIDIA H100 80GB HBM3 (CC 9.0)" in out, out[-4000:]
         # the installed environment (12.0f) does not cover the H100s; FlashInfer's own archs for both would be 9.0a 12.0f
