@@ -136,3 +136,14 @@ def test_the_toolkit_is_usable_by_everyone_and_writable_by_root_only(run):
     assert run("find /usr/local/cuda-13.0/ -perm -u=x ! -perm -o=x ! -type l -print -quit").strip() == ""
     assert run("find /usr/local/cuda-13.0/ ! -user root -print -quit").strip() == ""
     assert run("find /usr/local/cuda-13.0/ -perm /o=w ! -type l -print -quit").strip() == ""
+
+
+def test_every_cuda_apt_source_on_the_host_is_signed_by_a_keyring(run):
+    files = run("grep -l -r -i cuda /etc/apt/sources.list.d/ || true").split()
+    assert files
+    for path in files:
+        entries = [ln for ln in run("cat " + path).splitlines() if ln.strip() and not ln.startswith("#")]
+        if path.endswith(".sources"):  # deb822: a Signed-By field
+            assert any(ln.lower().startswith("signed-by:") for ln in entries), path
+        else:  # one-line: every deb line carries [signed-by=...]
+            assert all("signed-by=" in ln for ln in entries if ln.startswith("deb")), path
