@@ -145,6 +145,15 @@ def test_broken_toolkit_fails_the_smoke_and_the_service_keeps_serving(run):
         assert run("md5sum " + DROPIN) in before["files"]  # the drop-in that passed is back
         assert "NCCL_DEBUG" not in run("systemctl show -p Environment " + UNIT)
         assert_started_from_a_warm_cache(health(run))  # still serving
+        # a new venv that passes its own check (imports, pip check) but not the smoke: the last venv that passed comes back
+        pins = {"sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"]}
+        rc, out, _recap = playbook("--tags", "sglang_venv,sglang_service", extra_vars=pins)
+        assert rc != 0 and "ct200 is NOT READY: smoke failed" in out, out[-4000:]
+        assert "Point the venv link back at the last venv that passed" in out
+        after = service_state(run)
+        assert (after["pid"], after["venv"]) == (before["pid"], before["venv"])  # the previous venv is current again
+        assert len(run("ls /opt/sglang/venvs").split()) >= 2  # the new one is kept for the next attempt
+        assert not marker(run)["ready"]
     finally:
         run("test -e %s || mv /root/curand.h.away %s" % (CURAND, CURAND))
     # the next run sees a host not ready, revalidates and restarts it
