@@ -95,6 +95,12 @@ def kill_play_when(text, after, extra_vars=None):
     return out
 
 
+@pytest.fixture(scope="module", autouse=True)
+def converged():
+    """Start from the lab's converged state (the suites before may leave another venv current)."""
+    converges()
+
+
 # -- the apt mirror ---------------------------------------------------------------------------------
 
 
