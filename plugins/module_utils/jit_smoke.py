@@ -107,6 +107,11 @@ def archs_for(env, compute_capabilities):
     return sorted({nvcc_arch(e) for e in entries}, key=lambda a: (len(a), a))
 
 
+def saxpy_compile_argv(nvcc, archs, source, binary):
+    """nvcc's argument list for the saxpy kernel: one -gencode per arch (sm_120a -> compute_120a, sm_120a)."""
+    return [nvcc, *("-gencode=arch=compute_%s,code=%s" % (a[3:], a) for a in archs), "-o", binary, source]
+
+
 def launch_result(rc, stdout, stderr):
     """(ok, detail) from the saxpy binary's exit and output."""
     m = re.search(r"max_error=(\S+)", stdout or "")

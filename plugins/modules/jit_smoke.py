@@ -220,8 +220,7 @@ def run_module():
         with open(src, "w") as fh:
             fh.write(jit_smoke.SAXPY_CU)
         binary = os.path.join(work, "saxpy")
-        gencode = ["-gencode=arch=compute_%s,code=%s" % (a[3:], a) for a in archs]
-        res, secs = timed(run, [nvcc, *gencode, "-o", binary, src], env=public, timeout=p["timeout"])
+        res, secs = timed(run, jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary), env=public, timeout=p["timeout"])
         steps["compile"] = {"ok": res.ok, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}
         if not res.ok:
             module.fail_json(msg="the saxpy kernel does not compile with %s for %s" % (nvcc, " ".join(archs)), steps=steps, **res.as_dict())

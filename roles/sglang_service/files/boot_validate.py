@@ -55,8 +55,7 @@ def smoke(cfg, user):
         src, binary = os.path.join(work, "saxpy.cu"), os.path.join(work, "saxpy")
         with open(src, "w") as fh:
             fh.write(jit_smoke.SAXPY_CU)
-        gencode = ["-gencode=arch=compute_%s,code=%s" % (a[3:], a) for a in archs]
-        rc, out, err, secs = run([nvcc, *gencode, "-o", binary, src], cfg["timeout"])
+        rc, out, err, secs = run(jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary), cfg["timeout"])
         steps["compile"] = {"ok": rc == 0, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}
         if rc != 0:
             return "the saxpy kernel does not compile with %s: %s" % (nvcc, (err or out).strip()[-2000:]), steps

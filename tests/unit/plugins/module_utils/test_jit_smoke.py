@@ -52,3 +52,14 @@ def test_last_json_line_skips_logs():
     assert commands.last_json_line('2026-11-29 INFO building\n{"modules": [], "error": null}\n') == {"modules": [], "error": None}
     with pytest.raises(ValueError):
         commands.last_json_line("Traceback ...\n")
+
+
+def test_saxpy_compile_argv_has_one_gencode_per_arch():
+    assert js.saxpy_compile_argv("/usr/local/cuda-13.0/bin/nvcc", ["sm_90a", "sm_120f"], "s.cu", "s") == [
+        "/usr/local/cuda-13.0/bin/nvcc",
+        "-gencode=arch=compute_90a,code=sm_90a",
+        "-gencode=arch=compute_120f,code=sm_120f",
+        "-o",
+        "s",
+        "s.cu",
+    ]
