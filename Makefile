@@ -26,7 +26,7 @@ INVENTORY ?= inventories/lab/hosts.yml
 LIMIT ?= ct200
 PLAYBOOK_ARGS ?=
 
-.PHONY: help venv collection lab-deps lab lab-destroy molecule demo verify test lint sanity unit integration bench bench-site docs clean
+.PHONY: help venv collection lab-deps lab lab-destroy lab-reboot lab-tests molecule demo verify test lint sanity unit integration bench bench-site docs clean
 
 help:
 	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
@@ -68,6 +68,10 @@ lab: collection lab-deps
 lab-destroy: collection
 	$(BIN)/molecule destroy
 
+# A power cycle of ct200 that keeps its disk (systemd shuts down, boots again, the boot units run).
+lab-reboot:
+	tests/fixtures/lab/labctl.sh reboot ct200 0
+
 molecule: collection lab-deps
 	$(BIN)/molecule test
 
@@ -101,11 +105,15 @@ unit: collection
 	$(BIN)/pytest -q tests/unit
 
 integration: collection
-	$(BIN)/pytest -q tests/integration
+	$(BIN)/pytest -q tests/integration tests/lab
 
-# pytest last, so CI's closing line is pytest's summary.
-test: lab-deps lint sanity
-	$(BIN)/pytest tests/unit tests/integration
+# The testinfra suites from the lab's images (builds a missing image first: prepare, converge).
+lab-tests: collection lab-deps
+	$(BIN)/pytest -q tests/lab
+
+# Every stage timed (tools/test.sh); pytest last, so CI's closing line is pytest's summary.
+test:
+	@tools/test.sh
 
 # Timings with a baseline in the same run (not a test).
 bench: collection

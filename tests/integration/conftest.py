@@ -68,16 +68,25 @@ def _python311():
 @pytest.fixture(scope="session")
 def oracle_venv():
     """A venv with real flashinfer-python 0.7.2.post1 + CPU torch 2.13.0, cached by its inputs."""
+    try:
+        return build_oracle_venv()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
+def build_oracle_venv():
+    """Build (or find) the oracle venv; `make test` starts this early, in the background (tools/test.sh)."""
     reqs = [os.path.join(FIXTURES, "flashinfer-cpu-requirements.txt"), os.path.join(HERE, "oracle-flashinfer.txt")]
     python = _python311()
     if python is None:
-        pytest.fail("the oracle needs Python 3.11 (the CPU torch wheel on this machine kind is cp311)")
+        raise RuntimeError("the oracle needs Python 3.11 (the CPU torch wheel on this machine kind is cp311)")
     digest = hashlib.sha256(python.encode())
     for r in reqs:
         with open(r, "rb") as fh:
             digest.update(fh.read())
     venv = os.path.join(CACHE, "oracle-venv-" + digest.hexdigest()[:12])
     if not os.path.exists(os.path.join(venv, ".complete")):
+        os.makedirs(CACHE, exist_ok=True)
         shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([python, "-m", "venv", venv], check=True)
         pip = [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
@@ -89,3 +98,7 @@ def oracle_venv():
             if stale.startswith("oracle-venv-") and os.path.join(CACHE, stale) != venv:
                 shutil.rmtree(os.path.join(CACHE, stale), ignore_errors=True)
     return venv
+
+
+if __name__ == "__main__":
+    print(build_oracle_venv())

@@ -1,17 +1,29 @@
-"""testinfra tests of the ct200 lab host, run over SSH by the molecule scenario:
-before/ after prepare (side_effect, before converge), after/ after converge (verify):
-pytest tests/lab/before --hosts=ssh://ct200 --ssh-config=$LAB_DIR/ssh_config.ct200"""
+"""testinfra tests of the ct200 lab host over SSH, each test file on a fresh copy of the image of the
+state it needs (tests/lab/images.py): before/ on ct200 as the seeds found it, after/ and faults/ on
+ct200 converged by the current roles. A file that changes the host leaves nothing behind for the next:
+the next file starts from the image again (a reboot onto an empty overlay layer), not from a converge.
+The molecule scenario (tests/integration/test_lab_scenario.py) saves both images on its way; run alone
+(`pytest tests/lab/faults`), the session builds what is missing the same way.
+"""
 
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+import time
 
 import pytest
+import testinfra
+
+from . import images
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-INVENTORY = os.path.join(ROOT, "inventories", "lab", "hosts.yml")
+# LAB_INVENTORY and LAB_INDEX run a second lab beside the first (another veth, 10.251.<index>.0/30)
+INVENTORY = os.environ.get("LAB_INVENTORY") or os.path.join(ROOT, "inventories", "lab", "hosts.yml")
+LAB_DIR = os.environ.get("LAB_DIR") or os.path.join(os.environ.get("BLACKWELL_CACHE_DIR", "/var/cache/blackwell-inference"), "lab")
+LAB_HOST, LAB_INDEX = "ct200", os.environ.get("LAB_INDEX", "0")
 
 NVIDIA_SMI_QUERY = "nvidia-smi --query-gpu=index,name,uuid,compute_cap,driver_version,memory.total --format=csv,noheader,nounits"
 MIRROR = "/srv/cuda-mirror"
@@ -47,6 +59,13 @@ def playbook(*args, extra_vars=None):
     return proc.returncode, out, recap
 
 
+def on_host_until(run, condition, what, timeout=120):
+    """Poll a shell condition on the host itself (50 ms steps, no SSH round trip per step), never a fixed sleep.
+    A pgrep pattern in `condition` must not match the polling shell: write `[b]in/nvcc`, not `bin/nvcc`."""
+    res = run("timeout %d sh -c %s && echo met || echo timeout" % (timeout, shlex.quote("until %s; do sleep 0.05; done" % condition)))
+    assert res.strip().endswith("met"), "never seen within %d s: %s" % (timeout, what)
+
+
 @pytest.fixture
 def host_state(run):
     """What must not move when a run is refused or only checked: packages and the cuda alternatives."""
@@ -55,3 +74,85 @@ def host_state(run):
         return (run("dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'"), run("update-alternatives --query cuda"), run("apt-mark showhold"))
 
     return _state
+
+
+# -- the lab host, from images ----------------------------------------------------------------------
+
+
+def _labctl(*args):
+    res = subprocess.run([images.LABCTL, *args], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, "labctl %s -> rc=%s\n%s%s" % (" ".join(args), res.returncode, res.stdout, res.stderr)
+    return res.stdout
+
+
+def _build(state, log):
+    """Reach STATE from its parent's image the way the scenario does, then save it (a cold cache only)."""
+    parent = images.PARENT[state]
+    if parent:
+        _labctl("up", LAB_HOST, LAB_INDEX, os.environ.get("LAB_SUITE", "bookworm"), _ensure(parent, log))
+    else:
+        _labctl("up", LAB_HOST, LAB_INDEX, os.environ.get("LAB_SUITE", "bookworm"))
+    play = os.path.join(ROOT, "molecule", "default", "prepare.yml") if state == "before" else "site.yml"
+    cmd, env = playbook_command()
+    cmd = [cmd[0], "-i", INVENTORY, play, "-l", LAB_HOST]
+    env["MOLECULE_PROJECT_DIRECTORY"] = ROOT
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, "building the %s image failed:\n%s" % (state, (proc.stdout + proc.stderr)[-4000:])
+    if images.labctl("has-image", images.name(state), check=False).returncode != 0:  # prepare saves it itself
+        images.save(state, LAB_HOST, LAB_INDEX)
+    log.append("%s image built in %.0f s" % (state, time.monotonic() - start))
+
+
+def _ensure(state, log):
+    if not images.have(state):
+        _build(state, log)
+    return images.name(state)
+
+
+class Lab:
+    """ct200, booted from an image; `at(state)` gives a fresh copy of that state's image."""
+
+    def __init__(self):
+        self.image = None
+        self.fresh = False
+        self.log = []
+
+    def at(self, state):
+        image = _ensure(state, self.log)
+        if self.image == image and self.fresh:
+            return
+        if self.image == image:
+            _labctl("reset", LAB_HOST, LAB_INDEX)
+        else:
+            _labctl("up", LAB_HOST, LAB_INDEX, os.environ.get("LAB_SUITE", "bookworm"), image)
+        self.image, self.fresh = image, True
+
+
+@pytest.fixture(scope="session")
+def lab():
+    """The lab host for the whole session; powered off and removed at its end, leaving nothing behind."""
+    the_lab = Lab()
+    yield the_lab
+    _labctl("down", LAB_HOST, LAB_INDEX)
+    assert _labctl("leftovers", LAB_HOST, LAB_INDEX) == ""
+
+
+@pytest.fixture(scope="module")
+def lab_state():
+    """The state a test file needs (a sub-package's conftest overrides it)."""
+    return "converged"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def lab_host(lab, lab_state):
+    """Each test file starts from a fresh copy of its state's image, whatever the file before it did."""
+    lab.at(lab_state)
+    yield lab
+    lab.fresh = False
+
+
+@pytest.fixture(scope="module")
+def host(lab_host):
+    """testinfra's host, over SSH to the lab host (overrides --hosts)."""
+    return testinfra.get_host("ssh://" + LAB_HOST, ssh_config=os.path.join(LAB_DIR, "ssh_config." + LAB_HOST))

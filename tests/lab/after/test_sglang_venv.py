@@ -8,9 +8,8 @@ import json
 import os
 import re
 import subprocess
-import time
 
-from ..conftest import ROOT, playbook, playbook_command
+from ..conftest import ROOT, on_host_until, playbook, playbook_command
 
 LAB_SET = ["flashinfer-python==0.7.4", "torch==2.13.0"]
 
@@ -84,13 +83,14 @@ def test_kill_9_during_a_build_then_rerun_recovers(host, run):
     cmd, env = playbook_command("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": reordered})
     bg = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _poll in range(600):
-            if host.run("pgrep -f 'bin/python -m pip install'").rc == 0:
-                break
-            time.sleep(0.2)
-        else:
-            raise AssertionError("pip never started")
-        time.sleep(3)  # mid-install
+        # mid-install: pip runs and has put at least one package (other than itself) into the new venv
+        on_host_until(
+            run,
+            "pgrep -f '[b]in/python -m pip install' >/dev/null && find /opt/sglang/venvs -mindepth 5 -maxdepth 5 -name '*.dist-info' "
+            "! -name 'pip-*' -newer /opt/sglang/current/.blackwell-venv.json | grep -q .",
+            "pip installing into the new venv",
+            timeout=300,
+        )
         run("pkill -9 -f 'bin/python -m pip install'")
         assert bg.wait(timeout=300) != 0
     finally:

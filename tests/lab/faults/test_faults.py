@@ -2,18 +2,19 @@
 
 Each test injects one fault, checks the answer is clear (no traceback) and that the service kept
 serving its previous state, then removes the fault and checks the next run converges. Every test
-leaves ct200 ready for the next one.
+leaves ct200 ready for the next one. The file starts from a fresh copy of the converged image.
 """
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
 
 import pytest
 
-from ..conftest import ROOT, playbook, playbook_command
+from ..conftest import ROOT, on_host_until, playbook, playbook_command
 
 UNIT = "sglang-k26.service"
 SAMPLING = "/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
@@ -74,31 +75,34 @@ def hold_dpkg_lock(run, seconds):
         'systemd-run --unit=fault-dpkg-lock --collect python3 -c "import fcntl, time; '
         "f = open('/var/lib/dpkg/lock-frontend', 'w'); fcntl.lockf(f, fcntl.LOCK_EX); time.sleep(%d)\"" % seconds
     )
-    time.sleep(1)
+    # the fault is in place once a non-blocking lock attempt fails
+    on_host_until(
+        run,
+        "! python3 -c \"import fcntl; fcntl.lockf(open('/var/lib/dpkg/lock-frontend', 'w'), fcntl.LOCK_EX | fcntl.LOCK_NB)\" 2>/dev/null",
+        "the dpkg lock held by fault-dpkg-lock",
+    )
 
 
-def kill_play_when(text, after, extra_vars=None):
-    """Start site.yml, SIGKILL the whole ansible-playbook process group `after` seconds after `text` shows."""
+def kill_play_when(run, text, running, extra_vars=None, settle=True):
+    """Start site.yml; once `text` shows and a process matching `running` (a pgrep -f regex, written so
+    that it does not match the polling shell itself: `[b]in/nvcc`) runs on the host,
+    SIGKILL the whole ansible-playbook process group. With `settle`, wait for that process to end (it
+    finishes or dies with its session) before the test looks at the host."""
     cmd, env = playbook_command(extra_vars=extra_vars)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     seen = []
     for line in proc.stdout:
         seen.append(line)
         if text in line:
-            time.sleep(after)
+            on_host_until(run, "pgrep -f %s >/dev/null" % shlex.quote(running), running)  # the fault hits this process
             os.killpg(proc.pid, signal.SIGKILL)
             break
     proc.wait()
     out = "".join(seen)
     assert text in out and proc.returncode == -signal.SIGKILL, out[-3000:]
-    time.sleep(3)  # let the remote side notice the dropped connection
+    if settle:
+        on_host_until(run, "! pgrep -f %s >/dev/null" % shlex.quote(running), "the end of " + running, timeout=300)
     return out
-
-
-@pytest.fixture(scope="module", autouse=True)
-def converged():
-    """Start from the lab's converged state (the suites before may leave another venv current)."""
-    converges()
 
 
 # -- the apt mirror ---------------------------------------------------------------------------------
@@ -157,7 +161,7 @@ def test_play_killed_during_the_toolkit_install(run):
     pid = serving(run)
     remove_pinned_package(run)
     run("apt-mark unhold libcurand-13-0 >/dev/null && apt-get remove -y -q libcurand-13-0 >/dev/null")  # more to unpack
-    kill_play_when("TASK [blackwell.inference.cuda_toolkit : Install the pinned components]", 2)
+    kill_play_when(run, "TASK [blackwell.inference.cuda_toolkit : Install the pinned components]", "^/usr/bin/dpkg ")
     assert serving(run) == pid and run("readlink -f /usr/local/cuda").strip() == "/usr/local/cuda-12.8"
     converges()
     back_and_held(run)
@@ -168,7 +172,7 @@ def test_play_killed_during_the_toolkit_install(run):
 def test_play_killed_during_the_venv_build(run):
     pid, current = serving(run), run("readlink /opt/sglang/current").strip()
     pins = {"sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"]}
-    kill_play_when("TASK [blackwell.inference.sglang_venv : Install the pinned packages", 3, extra_vars=pins)
+    kill_play_when(run, "TASK [blackwell.inference.sglang_venv : Install the pinned packages", "[b]in/python -m pip install", extra_vars=pins, settle=False)
     assert run("readlink /opt/sglang/current").strip() == current and serving(run) == pid
     assert marker(run)["ready"]
     converges(pins)  # the build is redone, checked, switched, smoke-tested and the service restarted on it
@@ -181,7 +185,8 @@ def test_play_killed_during_the_venv_build(run):
 def test_play_killed_during_the_smoke(run):
     pid, before = serving(run), marker(run)
     changed = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
-    kill_play_when("RUNNING HANDLER [blackwell.inference.sglang_service : Run the JIT smoke in the service's environment]", 1, extra_vars=changed)
+    smoke = "RUNNING HANDLER [blackwell.inference.sglang_service : Run the JIT smoke in the service's environment]"
+    kill_play_when(run, smoke, "[b]in/nvcc", extra_vars=changed)
     assert serving(run) == pid  # not restarted onto an unvalidated state
     assert marker(run)["inputs"] == before["inputs"]  # nothing vouched for the new inputs
     converges(changed)  # revalidated (marker inputs differ), then restarted

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `make test`: every check, each stage timed (tools/stage.sh, $BLACKWELL_TIMINGS); pytest comes last, so
+# the run ends with pytest's summary, after the table of stage timings.
+# The lab's cached artifacts (rootfs, apt mirror, wheelhouse, oracle venv; downloads and disk) are built
+# in the background while lint and sanity (CPU) run; pytest starts when both are done.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+export BLACKWELL_TIMINGS=${BLACKWELL_TIMINGS:-$PWD/tests/output/timings.tsv}
+export BLACKWELL_TEST_START=${BLACKWELL_TEST_START:-$(date +%s)}
+mkdir -p "$(dirname "$BLACKWELL_TIMINGS")"
+rm -f "$BLACKWELL_TIMINGS"
+
+tools/stage.sh toolchain make --no-print-directory collection lab-deps || exit 1
+
+log=tests/output/lab-cache.log
+tools/stage.sh lab-cache bash -c "tests/fixtures/lab/labctl.sh cache ${LAB_SUITE:-bookworm} && .venv/bin/python tests/integration/conftest.py" >"$log" 2>&1 &
+cache=$!
+tools/stage.sh lint make --no-print-directory lint
+lint=$?
+tools/stage.sh sanity make --no-print-directory sanity
+sanity=$?
+if ! wait "$cache"; then
+  echo "building the lab cache failed ($log):"
+  tail -30 "$log"
+  exit 1
+fi
+tail -1 "$log"
+[ "$lint" = 0 ] && [ "$sanity" = 0 ] || exit 1
+
+BLACKWELL_TIMINGS_REPORT=1 exec .venv/bin/pytest --durations=25 tests/unit tests/integration tests/lab
