@@ -33,10 +33,48 @@ def record_timing(name, seconds, rc=0):
 def _flush():
     if _current["path"]:
         record_timing("pytest " + _current["path"], _current["seconds"], _current["failed"])
-    _current.update(path=None, seconds=0.0, failed=0)
+    _current.update(path=None, seconds=0.0, failed=0)  # keeps "controller"
+
+
+# Seconds each lab file took on this machine kind (2 cores, a fresh run), a scheduling hint only: the lab
+# files are handed to the two workers longest first, so neither ends with a long file while the other idles.
+LAB_FILE_SECONDS = {
+    "tests/lab/after/test_sglang_service.py": 560,
+    "tests/lab/faults/test_faults_kill.py": 680,
+    "tests/lab/after/test_sglang_venv.py": 460,
+    "tests/lab/faults/test_security.py": 400,
+    "tests/lab/faults/test_faults.py": 220,
+    "tests/lab/before/test_cuda_toolkit_refusals.py": 70,
+    "tests/lab/after/test_cuda_toolkit.py": 54,
+    "tests/lab/before/test_lab_host.py": 50,
+    "tests/lab/faults/test_bad_variables.py": 40,
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """The lab scenario first: it is the longest file and saves the images the lab suites start from, so
+    under pytest-xdist it runs on one worker while the other takes the controller-side tests; then the
+    rest in order, the lab files last and longest first (files keep their own test order)."""
+
+    def rank(item):
+        path = item.nodeid.split("::", 1)[0]
+        if path == "tests/integration/test_lab_scenario.py":
+            return (0, 0)
+        if path.startswith("tests/lab/"):
+            return (2, -LAB_FILE_SECONDS.get(path, 0))
+        return (1, 0)
+
+    items.sort(key=rank)  # stable: the order inside each file is kept
+
+
+def pytest_configure(config):
+    # under pytest-xdist the workers time their own files; the controller only prints the table
+    _current["controller"] = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
 
 
 def pytest_runtest_logreport(report):
+    if _current.get("controller"):
+        return
     path = report.nodeid.split("::", 1)[0]
     if path != _current["path"]:
         _flush()

@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 import testinfra
@@ -20,10 +21,33 @@ import testinfra
 from . import images
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# LAB_INVENTORY and LAB_INDEX run a second lab beside the first (another veth, 10.251.<index>.0/30)
+CACHE = os.environ.get("BLACKWELL_CACHE_DIR", "/var/cache/blackwell-inference")
+LAB_HOST = "ct200"
+# Under pytest-xdist (make test runs 2 workers) each worker has its own lab host: worker gwN gets veth index
+# N+1 (10.251.<N+1>.0/30; index 0 is the molecule scenario's) and its own LAB_DIR and inventory.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+LAB_INDEX = os.environ.get("LAB_INDEX") or (str(int(_WORKER[2:]) + 1) if _WORKER else "0")
+LAB_DIR = os.path.join(CACHE, "lab-%s" % LAB_INDEX) if _WORKER else (os.environ.get("LAB_DIR") or os.path.join(CACHE, "lab"))
 INVENTORY = os.environ.get("LAB_INVENTORY") or os.path.join(ROOT, "inventories", "lab", "hosts.yml")
-LAB_DIR = os.environ.get("LAB_DIR") or os.path.join(os.environ.get("BLACKWELL_CACHE_DIR", "/var/cache/blackwell-inference"), "lab")
-LAB_HOST, LAB_INDEX = "ct200", os.environ.get("LAB_INDEX", "0")
+if LAB_INDEX != "0" and not os.environ.get("LAB_INVENTORY"):
+    # the lab inventory with this host's address; its host_vars are the lab's own
+    _inv_dir = os.path.join(LAB_DIR, "inventory")
+    os.makedirs(_inv_dir, exist_ok=True)
+    with open(INVENTORY, encoding="utf-8") as _fh:
+        _text = _fh.read().replace("ansible_host: 10.251.0.2", "ansible_host: 10.251.%s.2" % LAB_INDEX)
+    INVENTORY = os.path.join(_inv_dir, "hosts.yml")
+    with open(INVENTORY, "w", encoding="utf-8") as _fh:
+        _fh.write(_text)
+    if not os.path.lexists(os.path.join(_inv_dir, "host_vars")):
+        os.symlink(os.path.join(ROOT, "inventories", "lab", "host_vars"), os.path.join(_inv_dir, "host_vars"))
+SSH_CONFIG = os.path.join(LAB_DIR, "ssh_config." + LAB_HOST)
+IMAGES_LOCK = os.path.join(CACHE, "lab-images.lock")
+
+
+def lab_env(**extra):
+    """The environment of a command that reaches this session's lab host (its LAB_DIR names the SSH key)."""
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1", LAB_DIR=LAB_DIR, **extra)
+
 
 NVIDIA_SMI_QUERY = "nvidia-smi --query-gpu=index,name,uuid,compute_cap,driver_version,memory.total --format=csv,noheader,nounits"
 MIRROR = "/srv/cuda-mirror"
@@ -46,7 +70,7 @@ def playbook_command(*args, extra_vars=None):
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, "site.yml", "-l", "ct200", *args]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
-    return cmd, dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1")
+    return cmd, lab_env()
 
 
 def playbook(*args, extra_vars=None):
@@ -80,7 +104,7 @@ def host_state(run):
 
 
 def _labctl(*args):
-    res = subprocess.run([images.LABCTL, *args], capture_output=True, text=True, check=False)
+    res = subprocess.run([images.LABCTL, *args], capture_output=True, text=True, check=False, env=lab_env())
     assert res.returncode == 0, "labctl %s -> rc=%s\n%s%s" % (" ".join(args), res.returncode, res.stdout, res.stderr)
     return res.stdout
 
@@ -100,7 +124,7 @@ def _build(state, log):
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, "building the %s image failed:\n%s" % (state, (proc.stdout + proc.stderr)[-4000:])
     if images.labctl("has-image", images.name(state), check=False).returncode != 0:  # prepare saves it itself
-        images.save(state, LAB_HOST, LAB_INDEX)
+        images.save(state, LAB_HOST, LAB_INDEX, env=lab_env())
     log.append("%s image built in %.0f s" % (state, time.monotonic() - start))
 
 
@@ -119,7 +143,8 @@ class Lab:
         self.log = []
 
     def at(self, state):
-        image = _ensure(state, self.log)
+        with images.lock(IMAGES_LOCK):  # one builder at a time; the scenario holds it while it saves the images
+            image = _ensure(state, self.log)
         if self.image == image and self.fresh:
             return
         if self.image == image:
@@ -127,6 +152,23 @@ class Lab:
         else:
             _labctl("up", LAB_HOST, LAB_INDEX, os.environ.get("LAB_SUITE", "bookworm"), image)
         self.image, self.fresh = image, True
+        if state == "converged":
+            _wait_for_health()
+
+
+def _wait_for_health(timeout=300):
+    """Booted is not serving: the boot validation runs, then the service loads FlashInfer and answers."""
+    url = "http://10.251.%s.2:30000/health" % LAB_INDEX
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 - http on the lab host's own veth
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "sglang-k26 on the lab host did not answer %s within %d s of booting" % (url, timeout)
+        time.sleep(0.5)  # polling the condition, not a fixed wait
 
 
 @pytest.fixture(scope="session")
@@ -145,14 +187,16 @@ def lab_state():
 
 
 @pytest.fixture(scope="module", autouse=True)
-def lab_host(lab, lab_state):
-    """Each test file starts from a fresh copy of its state's image, whatever the file before it did."""
+def lab_host(request, lab, lab_state):
+    """Each test file starts from a fresh copy of its state's image, whatever the file before it did.
+    A file that declares `LAB_READ_ONLY = True` (it only reads, or asserts that its runs changed
+    nothing) leaves the copy fresh for the next file of the same state: no reboot in between."""
     lab.at(lab_state)
     yield lab
-    lab.fresh = False
+    lab.fresh = lab.fresh and getattr(request.module, "LAB_READ_ONLY", False)
 
 
 @pytest.fixture(scope="module")
 def host(lab_host):
     """testinfra's host, over SSH to the lab host (overrides --hosts)."""
-    return testinfra.get_host("ssh://" + LAB_HOST, ssh_config=os.path.join(LAB_DIR, "ssh_config." + LAB_HOST))
+    return testinfra.get_host("ssh://" + LAB_HOST, ssh_config=SSH_CONFIG)

@@ -15,6 +15,8 @@ test run on its own builds what is missing the same way.
     python3 tests/lab/images.py save STATE HOST IDX  save the running lab host as that image
 """
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import os
@@ -80,16 +82,32 @@ def name(state):
     return "%s-%s" % (state, key(state))
 
 
-def labctl(*args, check=True):
-    return subprocess.run([LABCTL, *args], check=check, capture_output=True, text=True)
+def labctl(*args, check=True, env=None):
+    return subprocess.run([LABCTL, *args], check=check, capture_output=True, text=True, env=env)
+
+
+@contextlib.contextmanager
+def lock(path):
+    """An exclusive lock on the lab's images (building or saving them); waits for the holder."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def have(state):
     return labctl("has-image", name(state), check=False).returncode == 0
 
 
-def save(state, host, index):
-    res = labctl("save", host, str(index), name(state), check=False)
+def save(state, host, index, env=None):
+    """Save the running lab host as STATE's image, unless an image of these inputs is there already (it is
+    the same state, and images built on top of it stay valid)."""
+    if have(state):
+        return "%s is in the cache already: kept\n" % name(state)
+    res = labctl("save", host, str(index), name(state), check=False, env=env)
     if res.returncode != 0:
         raise RuntimeError("labctl save %s failed (rc %s):\n%s%s" % (name(state), res.returncode, res.stdout, res.stderr))
     return res.stdout

@@ -6,6 +6,8 @@ import pytest
 
 from ..conftest import playbook
 
+LAB_READ_ONLY = True  # reads, or asserts that its runs changed nothing: the next file needs no reset
+
 SLIM_13_0 = {
     "cuda-nvcc-13-0": "13.0.88-1",
     "cuda-crt-13-0": "13.0.88-1",

@@ -1,5 +1,7 @@
 """ct200's before-state, as molecule's prepare left it (the seeds' incident)."""
 
+LAB_READ_ONLY = True  # reads, or asserts that its runs changed nothing: the next file needs no reset
+
 
 def test_cuda_12_8_owns_usr_local_cuda_through_alternatives(host, run):
     assert host.package("cuda-toolkit-12-8").is_installed

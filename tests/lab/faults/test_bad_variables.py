@@ -9,7 +9,7 @@ import sys
 
 import yaml
 
-from ..conftest import INVENTORY, ROOT
+from ..conftest import INVENTORY, ROOT, lab_env
 
 # A wrong value for each type; options whose type accepts anything get a value their preflight refuses.
 WRONG_BY_TYPE = {"bool": "perhaps", "int": "many", "list": {"not": "a list"}, "dict": "not-a-dict"}
@@ -113,7 +113,7 @@ def test_every_wrong_variable_is_refused_before_any_change(run, tmp_path):
     )
     play = tmp_path / "bad_variables.yml"
     play.write_text(yaml.safe_dump([{"name": "Wrong variables", "hosts": "ct200", "gather_facts": True, "gather_subset": ["min"], "tasks": tasks}]))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), NO_COLOR="1")
+    env = lab_env()
     proc = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, str(play)],
         cwd=ROOT,

@@ -2,19 +2,16 @@
 
 Each test injects one fault, checks the answer is clear (no traceback) and that the service kept
 serving its previous state, then removes the fault and checks the next run converges. Every test
-leaves ct200 ready for the next one. The file starts from a fresh copy of the converged image.
+leaves ct200 ready for the next one. The file starts from a fresh copy of the converged image; the kill -9
+faults are in test_faults_kill.py.
 """
 
 import json
-import os
-import shlex
-import signal
-import subprocess
 import time
 
 import pytest
 
-from ..conftest import ROOT, on_host_until, playbook, playbook_command
+from ..conftest import on_host_until, playbook
 
 UNIT = "sglang-k26.service"
 SAMPLING = "/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
@@ -83,28 +80,6 @@ def hold_dpkg_lock(run, seconds):
     )
 
 
-def kill_play_when(run, text, running, extra_vars=None, settle=True):
-    """Start site.yml; once `text` shows and a process matching `running` (a pgrep -f regex, written so
-    that it does not match the polling shell itself: `[b]in/nvcc`) runs on the host,
-    SIGKILL the whole ansible-playbook process group. With `settle`, wait for that process to end (it
-    finishes or dies with its session) before the test looks at the host."""
-    cmd, env = playbook_command(extra_vars=extra_vars)
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    seen = []
-    for line in proc.stdout:
-        seen.append(line)
-        if text in line:
-            on_host_until(run, "pgrep -f %s >/dev/null" % shlex.quote(running), running)  # the fault hits this process
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait()
-    out = "".join(seen)
-    assert text in out and proc.returncode == -signal.SIGKILL, out[-3000:]
-    if settle:
-        on_host_until(run, "! pgrep -f %s >/dev/null" % shlex.quote(running), "the end of " + running, timeout=300)
-    return out
-
-
 # -- the apt mirror ---------------------------------------------------------------------------------
 
 
@@ -152,48 +127,6 @@ def test_dpkg_lock_held_too_long_fails_clearly_then_the_next_run_converges(run):
         run("systemctl stop fault-dpkg-lock.service || true")
     converges()
     back_and_held(run)
-
-
-# -- kill -9 of the play ----------------------------------------------------------------------------
-
-
-def test_play_killed_during_the_toolkit_install(run):
-    pid = serving(run)
-    remove_pinned_package(run)
-    run("apt-mark unhold libcurand-13-0 >/dev/null && apt-get remove -y -q libcurand-13-0 >/dev/null")  # more to unpack
-    kill_play_when(run, "TASK [blackwell.inference.cuda_toolkit : Install the pinned components]", "^/usr/bin/dpkg ")
-    assert serving(run) == pid and run("readlink -f /usr/local/cuda").strip() == "/usr/local/cuda-12.8"
-    converges()
-    back_and_held(run)
-    assert installed(run, "libcurand-13-0")
-    assert serving(run) == pid
-
-
-def test_play_killed_during_the_venv_build(run):
-    pid, current = serving(run), run("readlink /opt/sglang/current").strip()
-    pins = {"sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"]}
-    kill_play_when(run, "TASK [blackwell.inference.sglang_venv : Install the pinned packages", "[b]in/python -m pip install", extra_vars=pins, settle=False)
-    assert run("readlink /opt/sglang/current").strip() == current and serving(run) == pid
-    assert marker(run)["ready"]
-    converges(pins)  # the build is redone, checked, switched, smoke-tested and the service restarted on it
-    assert run("readlink /opt/sglang/current").strip() != current and serving(run) != pid
-    converges()  # back to the lab's inputs (that venv is kept: a switch and a validation, no build)
-    assert run("readlink /opt/sglang/current").strip() == current
-    serving(run)
-
-
-def test_play_killed_during_the_smoke(run):
-    pid, before = serving(run), marker(run)
-    changed = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
-    smoke = "RUNNING HANDLER [blackwell.inference.sglang_service : Run the JIT smoke in the service's environment]"
-    kill_play_when(run, smoke, "[b]in/nvcc", extra_vars=changed)
-    assert serving(run) == pid  # not restarted onto an unvalidated state
-    assert marker(run)["inputs"] == before["inputs"]  # nothing vouched for the new inputs
-    converges(changed)  # revalidated (marker inputs differ), then restarted
-    assert marker(run)["ready"] and marker(run)["inputs"] != before["inputs"] and serving(run) != pid
-    converges()
-    assert marker(run)["inputs"] == before["inputs"]
-    serving(run)
 
 
 # -- the JIT cache ----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from ..conftest import INVENTORY, ROOT
+from ..conftest import INVENTORY, ROOT, SSH_CONFIG, lab_env
 
 SECRET = "hf_security_review_0123456789abcdef"  # noqa: S105 - a made-up token the test looks for
 VARS = {
@@ -45,7 +45,7 @@ def converge(tmp_path, *args):
             ]
         )
     )
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), NO_COLOR="1", ANSIBLE_FORCE_COLOR="0")
+    env = lab_env()
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, str(play), *args]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     return proc.returncode, proc.stdout + proc.stderr
@@ -60,7 +60,7 @@ def unit_service(tmp_path_factory):
         [
             "ssh",
             "-F",
-            os.path.join(os.environ.get("LAB_DIR", "/var/cache/blackwell-inference/lab"), "ssh_config.ct200"),
+            SSH_CONFIG,
             "ct200",
             "systemctl disable --now sglang-unit.service sglang-unit-validate.service; rm -rf /etc/systemd/system/sglang-unit* "
             "/etc/blackwell-inference/sglang-unit* /etc/ansible/facts.d/sglang_unit.fact /var/cache/sglang-unit; systemctl daemon-reload",
