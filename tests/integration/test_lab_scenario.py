@@ -25,7 +25,7 @@ def test_molecule_scenario_then_nothing_left_behind(tmp_path):
     lines, started = [], {}
     # the lab suites (tests/lab, on other pytest-xdist workers) wait for the images this run saves
     with (
-        images.lock(os.path.join(CACHE, "lab-images.lock")),
+        images.lock(),
         subprocess.Popen([os.path.join(BIN, "molecule"), "test"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc,
     ):
         for raw in proc.stdout:

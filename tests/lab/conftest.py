@@ -41,7 +41,7 @@ if LAB_INDEX != "0" and not os.environ.get("LAB_INVENTORY"):
     if not os.path.lexists(os.path.join(_inv_dir, "host_vars")):
         os.symlink(os.path.join(ROOT, "inventories", "lab", "host_vars"), os.path.join(_inv_dir, "host_vars"))
 SSH_CONFIG = os.path.join(LAB_DIR, "ssh_config." + LAB_HOST)
-IMAGES_LOCK = os.path.join(CACHE, "lab-images.lock")
+LAB_SUITE = os.environ.get("LAB_SUITE", "bookworm")
 
 
 def lab_env(**extra):
@@ -113,9 +113,9 @@ def _build(state, log):
     """Reach STATE from its parent's image the way the scenario does, then save it (a cold cache only)."""
     parent = images.PARENT[state]
     if parent:
-        _labctl("up", LAB_HOST, LAB_INDEX, os.environ.get("LAB_SUITE", "bookworm"), _ensure(parent, log))
+        _labctl("up", LAB_HOST, LAB_INDEX, LAB_SUITE, _ensure(parent, log))
     else:
-        _labctl("up", LAB_HOST, LAB_INDEX, os.environ.get("LAB_SUITE", "bookworm"))
+        _labctl("up", LAB_HOST, LAB_INDEX, LAB_SUITE)
     play = os.path.join(ROOT, "molecule", "default", "prepare.yml") if state == "before" else "site.yml"
     cmd, env = playbook_command()
     cmd = [cmd[0], "-i", INVENTORY, play, "-l", LAB_HOST]
@@ -123,8 +123,7 @@ def _build(state, log):
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, "building the %s image failed:\n%s" % (state, (proc.stdout + proc.stderr)[-4000:])
-    if images.labctl("has-image", images.name(state), check=False).returncode != 0:  # prepare saves it itself
-        images.save(state, LAB_HOST, LAB_INDEX, env=lab_env())
+    images.save(state, LAB_HOST, LAB_INDEX, env=lab_env())  # kept when prepare saved it itself
     log.append("%s image built in %.0f s" % (state, time.monotonic() - start))
 
 
@@ -146,14 +145,14 @@ class Lab:
         if images.have(state):  # a warm cache: no need to wait for the scenario (it keeps existing images)
             image = images.name(state)
         else:
-            with images.lock(IMAGES_LOCK):  # one builder at a time; the scenario holds it while it saves the images
+            with images.lock():  # one builder at a time; the scenario holds it while it saves the images
                 image = _ensure(state, self.log)
         if self.image == image and self.fresh:
             return
         if self.image == image:
             _labctl("reset", LAB_HOST, LAB_INDEX)
         else:
-            _labctl("up", LAB_HOST, LAB_INDEX, os.environ.get("LAB_SUITE", "bookworm"), image)
+            _labctl("up", LAB_HOST, LAB_INDEX, LAB_SUITE, image)
         self.image, self.fresh = image, True
         if state == "converged":
             _wait_for_health()

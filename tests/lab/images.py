@@ -25,6 +25,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LABCTL = os.path.join(ROOT, "tests", "fixtures", "lab", "labctl.sh")
+# held by whoever builds or saves images: the molecule scenario, or a lab session filling a cold cache
+LOCK = os.path.join(os.environ.get("BLACKWELL_CACHE_DIR", "/var/cache/blackwell-inference"), "lab-images.lock")
 
 # What each state is made from, relative to the checkout; a state also depends on its parent's inputs.
 INPUTS = {
@@ -87,7 +89,7 @@ def labctl(*args, check=True, env=None):
 
 
 @contextlib.contextmanager
-def lock(path):
+def lock(path=LOCK):
     """An exclusive lock on the lab's images (building or saving them); waits for the holder."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "a", encoding="utf-8") as fh:
