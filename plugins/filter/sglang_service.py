@@ -24,9 +24,14 @@ def verdict(smoke, ready_without_launch):
     return {"ready": ready, "reason": reason}
 
 
-def needs_validation(marker, digest):
-    needed, why = sglang_service.needs_validation(marker, digest)
+def needs_validation(marker, digest, vouched=None):
+    needed, why = sglang_service.needs_validation(marker, digest, vouched)
     return {"needed": needed, "why": why}
+
+
+def state(marker_ready, current, health_status, live=None):
+    ready, name = sglang_service.state(marker_ready, current, health_status, live)
+    return {"ready": ready, "state": name}
 
 
 class FilterModule:
@@ -35,8 +40,10 @@ class FilterModule:
             "sglang_service_environment": _guard(sglang_service.environment),
             "sglang_service_arch_list": _guard(sglang_service.arch_list),
             "sglang_service_systemd_quote": _guard(sglang_service.systemd_quote),
+            "sglang_service_inputs": sglang_service.inputs,
             "sglang_service_digest": sglang_service.inputs_digest,
+            "sglang_service_state": state,
             "sglang_service_verdict": verdict,
             "sglang_service_needs_validation": needs_validation,
-            "sglang_service_marker": sglang_service.marker,
+            "sglang_service_marker": _guard(sglang_service.marker),
         }

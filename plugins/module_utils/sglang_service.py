@@ -69,10 +69,40 @@ def systemd_quote(word, exec_arg=False):
     return '"%s"' % (word.replace("$", "$$") if exec_arg else word)
 
 
-def inputs_digest(env, venv_target, toolkit_version, archs):
-    """What a validation vouches for: any change here needs a new smoke."""
-    data = json.dumps({"env": env, "venv": venv_target, "toolkit": toolkit_version, "archs": archs}, sort_keys=True)
-    return hashlib.sha256(data.encode()).hexdigest()[:16]
+def inputs(facts, cuda_home, env, venv_target, archs, files=None, policy=None):
+    """Everything a validation vouches for, from cuda_facts' blackwell_cuda facts: the GPUs (count and compute
+    capabilities), the driver, the toolkit's full version (patch level), the venv, the environment, the
+    unit files' checksums and the validation policy. Any change here needs a new smoke."""
+    facts = facts or {}
+    home = str(cuda_home).rstrip("/")
+    toolkit = next((t for t in facts.get("toolkits") or [] if str(t.get("path", "")).rstrip("/") == home), {})
+    return {
+        "gpus": sorted(str(g.get("compute_capability")) for g in facts.get("gpus") or []),
+        "driver": (facts.get("driver") or {}).get("version"),
+        "toolkit": {
+            "cuda_home": home,
+            "version": toolkit.get("version"),
+            "curand_headers": toolkit.get("has_curand_headers"),
+            "driver_stubs": toolkit.get("has_driver_stubs"),
+        },
+        "flashinfer_cuda": (facts.get("flashinfer") or {}).get("cuda_version"),
+        "venv": venv_target,
+        "env": dict(env or {}),
+        "archs": archs,
+        "files": dict(files or {}),
+        "policy": dict(policy or {}),
+    }
+
+
+def inputs_digest(vouched):
+    """A short fingerprint of inputs()."""
+    return hashlib.sha256(json.dumps(vouched, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def changed_inputs(old, new):
+    """Which of inputs()' keys differ (sorted), to say why a host revalidates."""
+    old, new = old or {}, new or {}
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
 def verdict(failed, smoke, ready_without_launch):
@@ -101,26 +131,38 @@ def _warm_note(steps):
     return ", JIT cache warm (%s)" % " ".join(m["name"] for m in mods) if mods else ""
 
 
-def needs_validation(marker, digest):
-    """(bool, why) for an existing marker (None when absent) and the current inputs' digest."""
+def needs_validation(marker, digest, vouched=None):
+    """(bool, why) for an existing marker (None when absent) and the current inputs (digest, and inputs() to
+    name what changed)."""
     if not marker:
         return True, "no ready marker"
     if not marker.get("ready"):
         return True, "marked not ready: %s" % marker.get("reason", "?")
     if marker.get("inputs") != digest:
-        return True, "validated inputs differ from the current ones"
+        what = changed_inputs(marker.get("vouched"), vouched) if marker.get("vouched") and vouched else []
+        return True, "validated inputs differ from the current ones%s" % ((" (" + ", ".join(what) + ")") if what else "")
     return False, "ready for the current inputs"
 
 
-def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, smoke, previous=None, source="ansible"):
-    """The facts.d JSON. last_good is the newest state that passed (kept across failures)."""
+PHASES = ("serving", "validated", "failed")
+
+
+def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, smoke, previous=None, source="ansible", phase=None, vouched=None, promote=False):
+    """The facts.d JSON. `phase`: serving (the restarted service answered), validated (the smoke passed, the
+    service has not answered yet), failed. last_good is the newest state that served; only a state that
+    answered its health check (promote) replaces it, so it is kept across failures, boots and kills."""
+    phase = phase or ("validated" if ready else "failed")
+    if phase not in PHASES:
+        raise ValueError("phase %r is not one of %s" % (phase, ", ".join(PHASES)))
     steps = (smoke or {}).get("steps") or {}
     out = {
         "ready": bool(ready),
+        "phase": phase,
         "reason": reason,
         "time": now,
         "source": source,
         "inputs": digest,
+        "vouched": vouched if vouched is not None else (previous or {}).get("vouched"),
         "toolkit": toolkit,
         "venv": venv_target,
         "versions": versions or {},
@@ -129,7 +171,23 @@ def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, sm
         "smoke": steps,
     }
     last_good = (previous or {}).get("last_good")
-    if ready:
+    if promote:
+        if not ready or phase != "serving":
+            raise ValueError("only a ready, serving state becomes last_good")
         last_good = {"venv": venv_target, "inputs": digest, "time": now}
     out["last_good"] = last_good
     return out
+
+
+def state(marker_ready, current, health_status, live=None):
+    """(ready, state, reason) reported for a host: ready only when validated for the current inputs and the
+    service answers now (and a live smoke, when one ran, passed). state is one of
+    'validated and serving', 'validated but not serving', 'not validated'."""
+    live_ok = True if live is None else bool(live.get("ready"))
+    validated = bool(marker_ready) and bool(current) and live_ok
+    serving = str(health_status) == "200"
+    if validated and serving:
+        return True, "validated and serving"
+    if validated:
+        return False, "validated but not serving"
+    return False, "not validated"

@@ -26,6 +26,9 @@ import jit_smoke
 import sglang_service
 
 GPU_DEVICE = "/dev/nvidia0"
+# At boot the driver may still be loading (nvidia-persistenced, udev): wait this long for the device node
+# before a host that must launch a kernel is judged without one.
+DEVICE_WAIT = 120
 
 
 def run(argv, timeout, user=None, data=None):
@@ -81,9 +84,18 @@ def smoke(cfg, user):
     return None, steps
 
 
+def wait_for_device(seconds):
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(GPU_DEVICE) and time.monotonic() < deadline:
+        time.sleep(1)
+    return os.path.exists(GPU_DEVICE)
+
+
 def main(path):
     with open(path) as fh:
         cfg = json.load(fh)
+    if not cfg["ready_without_launch"] and not wait_for_device(DEVICE_WAIT):
+        print("%s: no %s after %d s; the driver is not loaded" % (cfg["service"], GPU_DEVICE, DEVICE_WAIT), flush=True)
     user = None
     if cfg.get("user") and cfg["user"] != "root":
         user = pwd.getpwnam(cfg["user"])
@@ -107,6 +119,8 @@ def main(path):
         {"steps": steps},
         previous,
         source="boot validation (%s)" % cfg["service"],
+        phase="validated" if ready else "failed",
+        vouched=cfg.get("vouched"),
     )
     tmp = cfg["marker"] + ".tmp"
     with open(tmp, "w") as fh:

@@ -1,5 +1,6 @@
 """Pure parts of the service role: environment from facts, systemd quoting, verdict, marker, revalidation."""
 
+import json
 import os
 
 import pytest
@@ -116,16 +117,62 @@ def test_systemd_quote_refuses_newlines():
         ss.systemd_quote("A=1\nExecStartPre=/bin/sh")
 
 
-def test_digest_changes_with_each_input():
-    base = ss.inputs_digest({"A": "1"}, "/opt/sglang/venvs/aaa", "13.0", "12.0f")
-    assert base == ss.inputs_digest({"A": "1"}, "/opt/sglang/venvs/aaa", "13.0", "12.0f")
-    others = [
-        ss.inputs_digest({"A": "2"}, "/opt/sglang/venvs/aaa", "13.0", "12.0f"),
-        ss.inputs_digest({"A": "1"}, "/opt/sglang/venvs/bbb", "13.0", "12.0f"),
-        ss.inputs_digest({"A": "1"}, "/opt/sglang/venvs/aaa", "13.1", "12.0f"),
-        ss.inputs_digest({"A": "1"}, "/opt/sglang/venvs/aaa", "13.0", "12.0a"),
-    ]
-    assert base not in others and len(set(others)) == 4
+# cuda_facts' blackwell_cuda facts of ct200 (8x RTX PRO 6000, driver 580.95.05, toolkits 12.8 and 13.0)
+CT200_FACTS = {
+    "gpus": [{"index": i, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "compute_capability": "12.0"} for i in range(8)],
+    "driver": {"present": True, "version": "580.95.05", "cuda_version": "13.0"},
+    "toolkits": [
+        {"path": "/usr/local/cuda-12.8", "version": "12.8.93", "has_curand_headers": True, "has_driver_stubs": True},
+        {"path": "/usr/local/cuda-13.0", "version": "13.0.88", "has_curand_headers": True, "has_driver_stubs": True},
+    ],
+    "flashinfer": {"cuda_version": "13.0"},
+}
+FILES = {"/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf": "ab" * 32, "/etc/blackwell-inference/x.secrets.env": None}
+POLICY = {"warm": ["sampling"], "ready_without_launch": False, "timeout": 1800, "user": "root", "boot_validation": True}
+
+
+def ct200_inputs(facts=None, **over):
+    args = {"cuda_home": "/usr/local/cuda-13.0", "env": {"A": "1"}, "venv_target": "/opt/sglang/venvs/aaa", "archs": "12.0f", "files": FILES, "policy": POLICY}
+    args.update(over)
+    return ss.inputs(facts or CT200_FACTS, **args)
+
+
+def with_facts(change):
+    facts = json.loads(json.dumps(CT200_FACTS))
+    change(facts)
+    return facts
+
+
+def test_inputs_name_the_gpus_driver_and_full_toolkit_version():
+    inputs = ct200_inputs()
+    assert inputs["gpus"] == ["12.0"] * 8 and inputs["driver"] == "580.95.05"
+    assert inputs["toolkit"] == {"cuda_home": "/usr/local/cuda-13.0", "version": "13.0.88", "curand_headers": True, "driver_stubs": True}
+    assert ct200_inputs(cuda_home="/usr/local/cuda-13.0/")["toolkit"]["version"] == "13.0.88"
+
+
+@pytest.mark.parametrize(
+    "changed,what",
+    [
+        (lambda: ct200_inputs(with_facts(lambda f: f["gpus"].pop())), ["gpus"]),  # a GPU fell off the bus
+        (lambda: ct200_inputs(with_facts(lambda f: f["gpus"][0].update(compute_capability="9.0"))), ["gpus"]),
+        (lambda: ct200_inputs(with_facts(lambda f: f["driver"].update(version="590.44.01"))), ["driver"]),
+        (lambda: ct200_inputs(with_facts(lambda f: f["toolkits"][1].update(version="13.0.96"))), ["toolkit"]),  # patch level
+        (lambda: ct200_inputs(with_facts(lambda f: f["toolkits"][1].update(has_curand_headers=False))), ["toolkit"]),
+        (lambda: ct200_inputs(env={"A": "2"}), ["env"]),
+        (lambda: ct200_inputs(venv_target="/opt/sglang/venvs/bbb"), ["venv"]),
+        (lambda: ct200_inputs(archs="12.0a"), ["archs"]),
+        (lambda: ct200_inputs(files=dict(FILES, **{"/etc/blackwell-inference/x.secrets.env": "cd" * 32})), ["files"]),
+        (lambda: ct200_inputs(policy=dict(POLICY, warm=[])), ["policy"]),
+    ],
+)
+def test_digest_changes_with_each_input_and_names_it(changed, what):
+    base = ct200_inputs()
+    assert ss.inputs_digest(base) == ss.inputs_digest(ct200_inputs())
+    new = changed()
+    assert ss.inputs_digest(new) != ss.inputs_digest(base)
+    assert ss.changed_inputs(base, new) == what
+    needed, why = ss.needs_validation({"ready": True, "inputs": ss.inputs_digest(base), "vouched": base}, ss.inputs_digest(new), new)
+    assert needed and why == "validated inputs differ from the current ones (%s)" % ", ".join(what)
 
 
 @pytest.mark.parametrize(
@@ -162,11 +209,49 @@ def test_needs_validation(marker, needed, why):
     assert ss.needs_validation(marker, "d1") == (needed, why)
 
 
-def test_marker_keeps_last_good_across_failures():
-    ok = ss.marker(True, "r", "2026-11-29T10:00:00Z", "d1", "/opt/sglang/venvs/a", {"cuda_version": "13.0"}, "12.0f", {"torch": "2.13.0"}, NO_GPU)
-    assert ok["ready"] and not ok["launched"] and ok["smoke"]["warm"]["modules"][0]["compiled"]
+def test_marker_keeps_last_good_until_a_state_serves():
+    validated = ss.marker(True, "r", "2026-11-29T09:00:00Z", "d1", "/opt/sglang/venvs/a", {}, "12.0f", {}, NO_GPU, phase="validated")
+    assert validated["ready"] and validated["phase"] == "validated" and validated["last_good"] is None  # not serving yet
+    ok = ss.marker(
+        True,
+        "r",
+        "2026-11-29T10:00:00Z",
+        "d1",
+        "/opt/sglang/venvs/a",
+        {"cuda_version": "13.0"},
+        "12.0f",
+        {"torch": "2.13.0"},
+        NO_GPU,
+        validated,
+        phase="serving",
+        promote=True,
+    )
+    assert ok["ready"] and ok["phase"] == "serving" and not ok["launched"] and ok["smoke"]["warm"]["modules"][0]["compiled"]
     assert ok["last_good"] == {"venv": "/opt/sglang/venvs/a", "inputs": "d1", "time": "2026-11-29T10:00:00Z"}
     bad = ss.marker(False, "smoke failed", "2026-11-29T11:00:00Z", "d2", "/opt/sglang/venvs/b", {}, "12.0f", {}, NO_CURAND, ok)
     assert not bad["ready"] and bad["venv"] == "/opt/sglang/venvs/b"
     assert bad["last_good"] == ok["last_good"]
+    assert bad["phase"] == "failed"
+    boot = ss.marker(True, "boot", "2026-11-29T12:00:00Z", "d1", "/opt/sglang/venvs/a", {}, "12.0f", {}, NO_GPU, bad, source="boot validation (x)")
+    assert boot["phase"] == "validated" and boot["last_good"] == ok["last_good"]  # a boot validation alone proves no serving
     assert ss.marker(False, "x", "t", "d", "/v", {}, "", {}, None)["last_good"] is None
+    with pytest.raises(ValueError):
+        ss.marker(False, "x", "t", "d", "/v", {}, "", {}, None, phase="serving", promote=True)
+    with pytest.raises(ValueError):
+        ss.marker(True, "x", "t", "d", "/v", {}, "", {}, None, phase="ready")
+
+
+@pytest.mark.parametrize(
+    "marker_ready,current,health,live,expected",
+    [
+        (True, True, 200, None, (True, "validated and serving")),
+        (True, True, "200", {"ready": True}, (True, "validated and serving")),
+        (True, True, -1, None, (False, "validated but not serving")),  # restarted and never answered
+        (True, True, 503, None, (False, "validated but not serving")),
+        (True, False, 200, None, (False, "not validated")),  # inputs changed since
+        (False, True, 200, None, (False, "not validated")),  # rolled back: the old state serves, the new one failed
+        (True, True, 200, {"ready": False}, (False, "not validated")),  # the live smoke (--tags verify) failed
+    ],
+)
+def test_state(marker_ready, current, health, live, expected):
+    assert ss.state(marker_ready, current, health, live) == expected
