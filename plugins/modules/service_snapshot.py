@@ -226,7 +226,7 @@ def main():
     elif p["state"] == "restored" and manifest is not None:
         steps = snap.restore_plan(current, manifest)
         result["changed"] = bool(steps)
-        result["restored"] = ["%s %s" % (a, path) for a, path, _ in steps]
+        result["restored"] = ["%s %s" % (step[0], step[1]) for step in steps]
         if steps and not module.check_mode:
             try:
                 result["restored"] = restore(manifest, steps)

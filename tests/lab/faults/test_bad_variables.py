@@ -1,9 +1,10 @@
 """Every role variable fed a wrong type or value (table-driven): refused before any change, with a message
-naming the variable. All cases run in one play on ct200 (a block and rescue per case); the host's
+naming that variable and no other. All cases run in one play on ct200 (a block and rescue per case); the host's
 packages, alternatives, units, venvs and marker are compared before and after."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -67,6 +68,28 @@ FREE_FORM = {
 }
 
 
+# A refusal names the wrong variable and no other, except where the rule is about the pair.
+RELATED = {
+    "cuda_toolkit_package_versions": {"cuda_toolkit_versions"},
+    "cuda_toolkit_versions": {"cuda_toolkit_package_versions"},
+    "cuda_toolkit_default": {"cuda_toolkit_versions"},
+    "sglang_service_model_path": {"sglang_service_command"},
+    "sglang_service_command": {"sglang_service_model_path"},
+}
+
+
+def role_variables():
+    names = set()
+    for role in ("cuda_toolkit", "sglang_venv", "sglang_service"):
+        with open(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml")) as fh:
+            names |= set(yaml.safe_load(fh)["argument_specs"]["main"]["options"])
+    return names
+
+
+def named(msg, names):
+    return {n for n in names if re.search(r"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])" % n, msg)}
+
+
 def cases():
     out = []
     for role in ("cuda_toolkit", "sglang_venv", "sglang_service"):
@@ -127,7 +150,12 @@ def test_every_wrong_variable_is_refused_before_any_change(run, tmp_path):
     refusals = json.loads(results.read_text())
     accepted = [c for i, c in enumerate(table) if str(i) not in refusals]
     assert not accepted, "accepted: %s" % accepted
-    unnamed = [(c, refusals[str(i)][:300]) for i, c in enumerate(table) if c["var"] not in refusals[str(i)]]
+    names = role_variables()
+    unnamed = [(c, refusals[str(i)][:300]) for i, c in enumerate(table) if c["var"] not in named(refusals[str(i)], names)]
     assert not unnamed, "refused without naming the variable: %s" % unnamed
+    # exactly that variable: a message listing every variable of its role would name the right one by chance
+    others = [(c, sorted(named(refusals[str(i)], names) - {c["var"]} - RELATED.get(c["var"], set())), refusals[str(i)][:300]) for i, c in enumerate(table)]
+    others = [o for o in others if o[1]]
+    assert not others, "refused naming other variables too: %s" % others
     assert run(state) == before
     print("%d wrong values refused, each naming its variable, nothing changed" % len(table))

@@ -66,7 +66,7 @@ def test_play_killed_during_the_venv_build(run):
 def test_play_killed_during_the_smoke(run):
     pid, before = serving(run), marker(run)
     changed = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
-    smoke = "RUNNING HANDLER [blackwell.inference.sglang_service : Run the JIT smoke in the service's environment]"
+    smoke = "blackwell.inference.sglang_service : Run the JIT smoke in the service's environment]"  # a handler's included task
     kill_play_when(run, smoke, "[b]in/nvcc", extra_vars=changed)
     assert serving(run) == pid  # not restarted onto an unvalidated state
     assert marker(run)["inputs"] == before["inputs"]  # nothing vouched for the new inputs

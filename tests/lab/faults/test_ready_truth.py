@@ -4,6 +4,7 @@ really hit (the unit really failed, the play really was inside the step it was k
 run tells the truth. The file starts from a fresh copy of the converged image and leaves ct200 ready.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -59,7 +60,7 @@ def verify_says_not_ready(state):
 
 def test_health_failure_after_the_restart_puts_the_previous_state_back(run):
     pid, before, m0 = serving(run), files(run), marker(run)
-    assert m0["ready"] and m0["phase"] == "serving" and run("test -e %s/manifest.json && echo y" % SNAPSHOT).strip() == "y"
+    assert m0["ready"] and m0["last_good"] and run("test -e %s/manifest.json && echo y" % SNAPSHOT).strip() == "y"
     rc, out, _recap = playbook(extra_vars=BAD_FLAG)
     no_traceback(out)
     assert the_bad_flag_was_refused(run), "the fault did not hit: the server never ran with the bad flag"
@@ -117,7 +118,7 @@ def test_play_killed_after_the_validation_marker(run):
     m0 = marker(run)
     kill_play_at(
         run,
-        "TASK [blackwell.inference.sglang_service : Restart the service on the validated state]",
+        "blackwell.inference.sglang_service : Restart the service on the validated state]",
         'grep -q \'"phase": "validated"\' /etc/ansible/facts.d/blackwell_inference.fact',
         "the marker of the validation",
         extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}},
@@ -133,7 +134,7 @@ def test_play_killed_during_the_health_wait_of_a_failing_state(run):
     m0 = marker(run)
     kill_play_at(
         run,
-        "TASK [blackwell.inference.sglang_service : Wait for the service to answer]",
+        "blackwell.inference.sglang_service : Wait for the service to answer]",
         "journalctl -u %s --no-pager -o cat | grep -q 'unrecognized arguments: --no-such-flag'" % UNIT,
         "the restarted server refusing its flag",
         extra_vars=dict(BAD_FLAG, sglang_service_health_timeout=120),
@@ -148,7 +149,7 @@ def test_play_killed_after_the_restart_of_a_good_state(run):
     pid = serving(run)
     kill_play_at(
         run,
-        "TASK [blackwell.inference.sglang_service : Wait for the service to answer]",
+        "blackwell.inference.sglang_service : Wait for the service to answer]",
         'test "$(systemctl show -p MainPID --value %s)" != %s' % (UNIT, pid),
         "the restart",
         extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}},
@@ -176,6 +177,47 @@ def test_prune_after_a_failed_rollout_keeps_the_last_good_venv(run):
     assert rc != 0 and "sglang_venv_keep: >= 2" in out, out[-4000:]
     ready_again(run)
     assert run("readlink /opt/sglang/current").strip() == good
+
+
+# -- two plays against the same host at once ---------------------------------------------------------
+
+LOCK = "/run/blackwell-inference/play.lock"
+NCCL = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
+
+
+def start_play(extra_vars):
+    cmd, env = playbook_command(extra_vars=extra_vars)
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def held_by(run, proc):
+    """The fault hit: the first play (this very process) holds the host's lock."""
+    on_host_until(run, "grep -q '\"pid\": %d,' %s" % (proc.pid, LOCK), "the first play holding the lock")
+    return json.loads(run("cat " + LOCK))
+
+
+def test_a_second_play_waits_for_the_first_and_never_interleaves(run):
+    first = start_play(NCCL)  # a revalidation and a restart
+    holder = held_by(run, first)
+    assert holder["play"] == "Provision Blackwell inference hosts"
+    rc, out, _recap = playbook("--tags", "verify", extra_vars=NCCL)  # started while the first is inside its change
+    first_out = first.communicate()[0]
+    assert first.returncode == 0, first_out[-4000:]
+    # it waited: it read the host only after the first play's validation, restart and health check
+    assert rc == 0 and "ct200 is ready (validated and serving)" in out, out[-4000:]
+    assert run("test -e %s && echo held || echo free" % LOCK).strip() == "free"  # both gave it back
+    ready_again(run)
+
+
+def test_a_second_play_that_cannot_wait_refuses_naming_the_first(run):
+    first = start_play(NCCL)
+    held_by(run, first)
+    rc, out, recap = playbook(extra_vars={"blackwell_inference_lock_timeout": 3})
+    assert rc != 0 and "ct200 is being provisioned by another play: root@" in out and "pid %d since" % first.pid in out, out[-4000:]
+    assert recap["changed"] == 0
+    first_out = first.communicate()[0]
+    assert first.returncode == 0 and marker(run)["ready"], first_out[-4000:]  # the first was not disturbed
+    ready_again(run)
 
 
 # -- the boot path: a real power cycle of ct200 (the disk is kept) -----------------------------------

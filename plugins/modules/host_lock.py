@@ -1,0 +1,147 @@
+#!/usr/bin/python
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: host_lock
+short_description: One play at a time on a host (a lock held for the whole play)
+version_added: "0.3.0"
+description:
+  - O(state=acquired) takes the host's lock for this play, waiting while another play holds it, up to O(timeout)
+    seconds; then it fails naming the holder (user, controller, process, since when, play).
+  - A lock left by a play whose ansible-playbook process is gone from this controller (killed) is taken over.
+    A holder on another controller is waited for, since its process cannot be seen from here.
+  - O(state=released) gives the lock back when this play holds it. The lock lives in C(/run), so a reboot frees it.
+  - The lock is not part of the host's managed state - C(changed) is always false - and it is taken in check mode too,
+    so a check never reads a host halfway through another play's change.
+  - Runs as an action on the controller (it knows the play's process) with this module on the host.
+author:
+  - Blackwell Inference maintainers (@blackwell-inference)
+options:
+  state:
+    description: C(acquired) or C(released).
+    type: str
+    choices: [acquired, released]
+    default: acquired
+  path:
+    description: The lock file on the host.
+    type: path
+    default: /run/blackwell-inference/play.lock
+  timeout:
+    description: Seconds to wait for another play to finish.
+    type: int
+    default: 1800
+  owner:
+    description: Internal - the record of this play, set by the action plugin.
+    type: dict
+  take_over:
+    description: Internal - the stale record to replace, set by the action plugin.
+    type: dict
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  action:
+    description: The controller side names the play and waits; this module takes or gives back the lock file.
+    support: full
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Take the host's lock for this play
+  blackwell.inference.host_lock:
+    timeout: 1800
+
+- name: Give it back
+  blackwell.inference.host_lock:
+    state: released
+"""
+
+RETURN = r"""
+acquired:
+  description: Whether this play holds the lock now (O(state=acquired)).
+  returned: always
+  type: bool
+holder:
+  description: The lock's record (controller, pid, pid_start, user, since, play) - this play's or the one waited for.
+  returned: always
+  type: dict
+waited:
+  description: Seconds spent waiting for another play.
+  returned: with state=acquired
+  type: float
+took_over:
+  description: The record of a gone play whose lock was taken over, or null.
+  returned: with state=acquired
+  type: dict
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.inference.plugins.module_utils import host_lock
+
+
+def read(path):
+    try:
+        with open(path) as fh:
+            return host_lock.parse(fh.read()), True
+    except FileNotFoundError:
+        return None, False
+
+
+def write_new(path, owner):
+    """Create the lock file only if there is none (O_EXCL); False when someone holds it."""
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(owner, sort_keys=True) + "\n")
+    return True
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
+            "path": {"type": "path", "default": host_lock.DEFAULT_PATH},
+            "timeout": {"type": "int", "default": 1800},
+            "owner": {"type": "dict"},
+            "take_over": {"type": "dict"},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not p["owner"]:
+        module.fail_json(msg="host_lock runs through its action plugin (blackwell.inference.host_lock), which names the play")
+    owner, path = p["owner"], p["path"]
+    holder, exists = read(path)
+    if p["state"] == "released":
+        if exists and host_lock.same_play(holder, owner):
+            os.unlink(path)
+        module.exit_json(changed=False, acquired=False, holder=holder)
+    if exists and host_lock.same_play(holder, owner):
+        module.exit_json(changed=False, acquired=True, holder=holder)
+    # replace exactly the stale record the controller judged (or an unreadable one), never a new holder
+    if exists and p["take_over"] is not None and holder == (p["take_over"] or None):
+        os.unlink(path)
+        exists = False
+    if not exists and write_new(path, owner):
+        module.exit_json(changed=False, acquired=True, holder=owner)
+    holder, _exists = read(path)
+    module.exit_json(changed=False, acquired=False, holder=holder)
+
+
+if __name__ == "__main__":
+    main()

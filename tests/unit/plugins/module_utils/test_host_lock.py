@@ -1,0 +1,45 @@
+"""One play at a time per host: the lock record, who may take it over, and /proc/PID/stat."""
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import host_lock as hl
+
+MINE = hl.record("ctl-1", 4242, 1550505, "ops", "2026-11-30T23:00:00Z", "Provision Blackwell inference hosts")
+# /proc/PID/stat of an ansible-playbook process (comm with a space and parentheses, start time 1550505)
+STAT = "4242 (ansible-playbook (x)) S 4200 4242 4200 34816 4242 4194304 3000 0 0 0 150 30 0 0 20 0 3 0 1550505 300000000 15000 18446744073709551615"
+
+
+def alive_only(*pids):
+    return lambda pid, start: pid in pids
+
+
+@pytest.mark.parametrize(
+    "holder,controller,alive,expected",
+    [
+        (None, "ctl-1", alive_only(), True),  # unreadable: a writer killed mid-write
+        (MINE, "ctl-1", alive_only(4242), False),  # a live play here: wait for it
+        (MINE, "ctl-1", alive_only(), True),  # its process is gone (kill -9 of the play): take over
+        (MINE, "ctl-2", alive_only(), False),  # another controller's play is never judged from here
+    ],
+)
+def test_stale(holder, controller, alive, expected):
+    assert hl.stale(holder, controller, alive) is expected
+
+
+def test_same_play_is_the_process_not_the_time():
+    again = dict(MINE, since="2026-11-30T23:05:00Z", play="a second play of the playbook")
+    assert hl.same_play(MINE, again)
+    assert not hl.same_play(MINE, dict(MINE, pid_start=1)) and not hl.same_play(MINE, dict(MINE, controller="ctl-2"))
+    assert not hl.same_play(MINE, None)
+
+
+def test_parse_and_describe():
+    assert hl.parse('{"controller": "ctl-1", "pid": 4242, "pid_start": null}')["pid"] == 4242
+    assert hl.parse("") is None and hl.parse('{"pid": 1}') is None and hl.parse("[]") is None
+    assert hl.describe(MINE) == "ops@ctl-1 pid 4242 since 2026-11-30T23:00:00Z (play 'Provision Blackwell inference hosts')"
+    assert hl.describe(None) == "an unreadable lock record"
+
+
+def test_proc_start_time():
+    assert hl.proc_start_time(STAT) == 1550505
+    assert hl.proc_start_time("garbage") is None
