@@ -198,6 +198,15 @@ def lab_host(request, lab, lab_state):
     lab.fresh = lab.fresh and getattr(request.module, "LAB_READ_ONLY", False)
 
 
+@pytest.fixture
+def fresh(lab, lab_state):
+    """This test starts from a fresh copy of its state's image (a reset, seconds, when the test before it
+    changed the host) and leaves the next one to reset again: no converge to put things back."""
+    lab.at(lab_state)
+    yield lab
+    lab.fresh = False
+
+
 @pytest.fixture(scope="module")
 def host(lab_host):
     """testinfra's host, over SSH to the lab host (overrides --hosts)."""

@@ -1,0 +1,92 @@
+"""READY is true (issue 11), continued: the boot path on a real power cycle of ct200 that keeps its disk
+(`labctl.sh reboot`), and two plays against the host at once. Each test starts from a fresh copy of the
+converged image (`fresh`) and asserts its fault hit (a new boot, the validation really failed, the first
+play really held the lock).
+"""
+
+import json
+import subprocess
+
+import pytest
+
+from ..conftest import LAB_HOST, LAB_INDEX, ROOT, _labctl, on_host_until, playbook, playbook_command
+from .test_faults import marker, serving, wait_for_health
+from .test_ready_rollback import NCCL, UNIT, VALIDATE, verify_says_not_ready
+
+pytestmark = pytest.mark.usefixtures("fresh")
+
+SAMPLING = "/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
+LOCK = "/run/blackwell-inference/play.lock"
+
+
+def reboot(run):
+    boot_id = run("cat /proc/sys/kernel/random/boot_id")
+    _labctl("reboot", LAB_HOST, LAB_INDEX)
+    assert run("cat /proc/sys/kernel/random/boot_id") != boot_id  # a real power cycle
+    on_host_until(run, "systemctl show -p ActiveState --value %s | grep -Eq '^(active|failed)$'" % VALIDATE, "the boot validation's end", timeout=600)
+
+
+def started_after_the_validation(run):
+    """The service started after the validation ended (monotonic timestamps of this boot)."""
+    done = int(run("systemctl show -p ExecMainExitTimestampMonotonic --value " + VALIDATE).strip())
+    wait_for_health(run)
+    started = int(run("systemctl show -p ExecMainStartTimestampMonotonic --value " + UNIT).strip())
+    assert 0 < done <= started, (done, started)
+
+
+def test_reboot_with_a_warm_cache_starts_after_the_validation_without_compiling(run):
+    reboot(run)
+    started_after_the_validation(run)
+    m = marker(run)
+    assert m["ready"] and m["source"] == "boot validation (sglang-k26.service)" and m["phase"] == "validated"
+    assert [w["compiled"] for w in m["smoke"]["warm"]["modules"]] == [False]  # 0 compiles in the validation
+    serving(run)  # and 0 in the service's start (FlashInfer's build log)
+    rc, out, recap = playbook("--tags", "verify")
+    assert rc == 0 and "ct200 is ready (validated and serving)" in out and recap["changed"] == 0, out[-4000:]
+
+
+def test_reboot_with_the_jit_cache_wiped_rewarms_before_the_service_starts(run):
+    run("rm -rf /var/cache/sglang/.cache")
+    reboot(run)
+    started_after_the_validation(run)
+    assert run("test -e %s && echo warm" % SAMPLING).strip() == "warm"
+    m = marker(run)
+    assert m["ready"] and [w["compiled"] for w in m["smoke"]["warm"]["modules"]] == [True]  # the validation built it
+    assert "sglang-k26.service: READY" in run("journalctl -u %s -b --no-pager -o cat" % VALIDATE)
+    serving(run)  # the service itself compiled nothing
+
+
+def test_reboot_with_the_toolkit_broken_keeps_the_service_down_and_not_ready(run):
+    last_good = marker(run)["last_good"]
+    run("mv /usr/local/cuda-13.0/bin/nvcc /root/nvcc.away")
+    try:
+        reboot(run)
+        assert run("systemctl show -p ActiveState --value " + VALIDATE).strip() == "failed"  # the fault hit the validation
+        assert run("systemctl show -p ActiveState --value " + UNIT).strip() != "active"  # never started on it
+        assert "sglang-k26.service: NOT READY (smoke failed" in run("journalctl -u %s -b --no-pager -o cat" % VALIDATE)
+        m = marker(run)
+        assert not m["ready"] and m["source"] == "boot validation (sglang-k26.service)" and m["last_good"] == last_good
+        rc, out, _recap = playbook("--tags", "verify")
+        assert rc != 0 and "sglang_service_cuda_home=/usr/local/cuda-13.0 has no bin/nvcc" in out, out[-4000:]
+    finally:
+        run("test -e /usr/local/cuda-13.0/bin/nvcc || mv /root/nvcc.away /usr/local/cuda-13.0/bin/nvcc")
+    verify_says_not_ready("not validated")  # the toolkit is whole again; the boot found it broken and nothing revalidated since
+
+
+# -- two plays against the same host at once ---------------------------------------------------------
+
+
+def test_a_second_play_waits_for_the_first_or_refuses_naming_it_and_never_interleaves(run):
+    cmd, env = playbook_command("--tags", "sglang_service", extra_vars=NCCL)  # a revalidation and a restart
+    first = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    on_host_until(run, "grep -q '\"pid\": %d,' %s" % (first.pid, LOCK), "the first play holding the lock")  # the fault hits
+    assert json.loads(run("cat " + LOCK))["play"] == "Provision Blackwell inference hosts"
+    rc, out, recap = playbook(extra_vars={"blackwell_inference_lock_timeout": 3})
+    assert rc != 0 and "ct200 is being provisioned by another play: root@" in out and "pid %d since" % first.pid in out, out[-4000:]
+    assert recap["changed"] == 0
+    rc, out, _recap = playbook("--tags", "verify", extra_vars=NCCL)  # started while the first is inside its change
+    first_out = first.communicate()[0]
+    assert first.returncode == 0, first_out[-4000:]
+    # it waited: it read the host only after the first play's validation, restart and health check
+    assert rc == 0 and "ct200 is ready (validated and serving)" in out, out[-4000:]
+    assert run("test -e %s && echo held || echo free" % LOCK).strip() == "free"  # given back

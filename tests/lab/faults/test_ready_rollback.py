@@ -1,0 +1,185 @@
+"""READY is true (issue 11): READY only after the restarted service answered; a failed smoke or health check
+puts the whole last good state back (every file byte for byte, the venv link) and the host fails NOT READY;
+a play killed at any step of the chain leaves a truthful marker and its last good state. Each fault is
+asserted to have hit (the server really refused its flag, the smoke really failed, the play really was in
+the step it was killed in). Each test starts from a fresh copy of the converged image (`fresh`).
+"""
+
+import os
+import signal
+import subprocess
+
+import pytest
+
+from ..conftest import ROOT, on_host_until, playbook, playbook_command
+from .test_faults import marker, no_traceback, serving, wait_for_health
+
+pytestmark = pytest.mark.usefixtures("fresh")
+
+UNIT = "sglang-k26.service"
+VALIDATE = "sglang-k26-validate.service"
+SNAPSHOT = "/var/lib/blackwell-inference/sglang-k26/last-good"
+# every file of the service's state (the marker is the record, checked on its own)
+STATE_FILES = (
+    "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf",
+    "/etc/systemd/system/sglang-k26-validate.service",
+    "/etc/blackwell-inference/sglang-k26-validate.json",
+)
+LAB_COMMAND = ["/opt/sglang/current/bin/python", "/usr/local/libexec/sglang-standin.py", "--host", "0.0.0.0", "--port", "30000"]  # noqa: S104 - the lab's own
+# a launch flag the server refuses (argparse exits 2): the smoke passes, the restarted service never answers
+BAD_FLAG = {"sglang_service_command": [*LAB_COMMAND, "--no-such-flag"], "sglang_service_health_timeout": 20}
+NCCL = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
+PINS_B = ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"]
+CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include/curand.h"
+
+
+def files(run):
+    """Checksums of the state files, the venv link, the drop-in directory's listing."""
+    return (
+        run("md5sum " + " ".join(STATE_FILES)),
+        run("readlink /opt/sglang/current"),
+        run("ls -A /etc/systemd/system/sglang-k26.service.d/"),
+    )
+
+
+def the_bad_flag_was_refused(run):
+    """The fault hit: the restarted server died of the flag (its own argparse message in the journal)."""
+    return "unrecognized arguments: --no-such-flag" in run("journalctl -u %s --no-pager -o cat | tail -n 50" % UNIT)
+
+
+def verify_says_not_ready(state):
+    rc, out, _recap = playbook("--tags", "verify")
+    no_traceback(out)
+    assert rc != 0 and "ct200 is NOT READY (%s)" % state in out, out[-4000:]
+    return out
+
+
+def nothing_lost(run, last_good):
+    """The last good state is still complete: its snapshot and its venv."""
+    assert run("test -e %s/manifest.json && test -x %s/bin/python && echo y" % (SNAPSHOT, last_good["venv"])).strip() == "y"
+
+
+def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_last_good_venv(run):
+    pid, before, m0 = serving(run), files(run), marker(run)
+    good = m0["last_good"]["venv"]
+    assert m0["ready"] and before[1].strip() == good
+    nothing_lost(run, m0["last_good"])
+    # a new venv B (passes its own check) and a launch flag the server refuses: the smoke passes, health does not
+    rc, out, _recap = playbook("--tags", "sglang_venv,sglang_service", extra_vars=dict(BAD_FLAG, sglang_venv_packages=PINS_B))
+    no_traceback(out)
+    assert the_bad_flag_was_refused(run), "the fault did not hit: the server never ran with the bad flag"
+    assert rc != 0 and "ct200 is NOT READY: the restarted service did not answer http://127.0.0.1:30000/health within 20 s" in out, out[-4000:]
+    assert "restored the last good state of" in out and "link /opt/sglang/current -> %s" % good in out
+    assert "the previous service answers again" in out
+    assert files(run) == before  # the drop-in, validate unit, its settings and the venv link: byte for byte
+    assert serving(run) != pid  # the previous state was restarted and answers
+    m = marker(run)
+    assert not m["ready"] and m["phase"] == "failed" and "did not answer" in m["reason"] and m["last_good"] == m0["last_good"]
+    out = verify_says_not_ready("not validated")
+    assert "state: not validated (last good state: %s of %s)" % (good, m0["last_good"]["time"]) in out
+    # prune after the failed rollout, keep 2, towards a third venv C: C and the last good one stay, B goes
+    pins_c = {"sglang_venv_packages": ["tabulate==0.9.0", "flashinfer-python==0.7.4", "torch==2.13.0"], "sglang_venv_keep": 2}
+    venvs = run("ls /opt/sglang/venvs").split()
+    assert len(venvs) == 2 and os.path.basename(good) in venvs
+    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars=pins_c)
+    assert rc == 0, out[-4000:]
+    left = run("ls /opt/sglang/venvs").split()
+    assert os.path.basename(good) in left and len(left) == 2 and not set(venvs) - {os.path.basename(good)} & set(left), (venvs, left)
+    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_keep": 1})
+    assert rc != 0 and "Refused before any change. sglang_venv_keep: >= 2" in out, out[-4000:]
+    # the cause removed: a plain run puts the wanted state in place, validates, restarts and is READY
+    rc, out, _recap = playbook()
+    assert rc == 0 and "state: validated and serving" in out, out[-4000:]
+    m1 = marker(run)
+    assert m1["ready"] and m1["phase"] == "serving" and m1["last_good"]["venv"] == good and m1["last_good"]["time"] > m0["last_good"]["time"]
+    serving(run)
+
+
+def test_smoke_failure_with_changed_units_leaves_every_file_byte_identical(run):
+    pid, before = serving(run), files(run)
+    run("mv %s /root/curand.h.away" % CURAND)
+    try:
+        rc, out, _recap = playbook()  # the full play stops at the toolkit's own verify, before the service
+        assert rc != 0 and "curand headers: False" in out and files(run) == before, out[-4000:]
+        changed = dict(NCCL, sglang_service_smoke_timeout=1700)  # the drop-in, the validate unit and its settings
+        rc, out, _recap = playbook("--tags", "sglang_service", extra_vars=changed)
+        assert "curand.h: No such file or directory" in out, out[-4000:]  # the fault hit the smoke
+        assert rc != 0 and "ct200 is NOT READY: smoke failed" in out and "restored the last good state of" in out
+        assert "write /etc/systemd/system/sglang-k26-validate.service" in out
+        assert files(run) == before and serving(run) == pid  # never restarted onto it
+        assert "NCCL_DEBUG" not in run("systemctl show -p Environment " + UNIT)
+        assert "TimeoutStartUSec=1h 30min" in run("systemctl show -p TimeoutStartUSec " + VALIDATE)  # the old unit is loaded
+        assert not marker(run)["ready"]
+    finally:
+        run("test -e %s || mv /root/curand.h.away %s" % (CURAND, CURAND))
+    verify_says_not_ready("not validated")  # the toolkit is whole again; the failed change is still not vouched for
+
+
+def kill_play_at(run, task, condition, what, *args, extra_vars=None):
+    """Start site.yml; when `task` starts and `condition` (a shell test on the host) holds, SIGKILL the play."""
+    cmd, env = playbook_command(*args, extra_vars=extra_vars)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if task in line:
+            on_host_until(run, condition, what)
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    proc.wait()
+    out = "".join(seen)
+    assert task in out and proc.returncode == -signal.SIGKILL, out[-3000:]
+    return out
+
+
+def test_play_killed_after_the_validation_marker(run):
+    m0 = marker(run)
+    kill_play_at(
+        run,
+        "blackwell.inference.sglang_service : Restart the service on the validated state]",
+        'grep -q \'"phase": "validated"\' /etc/ansible/facts.d/blackwell_inference.fact',
+        "the marker of the validation",
+        "--tags",
+        "sglang_service",
+        extra_vars=NCCL,
+    )
+    m = marker(run)
+    assert not m["ready"] and m["phase"] == "validated" and m["last_good"] == m0["last_good"]  # validated is not ready
+    verify_says_not_ready("not validated")
+    nothing_lost(run, m0["last_good"])
+
+
+def test_play_killed_after_the_restart_then_the_next_run_is_ready(run):
+    pid, m0 = serving(run), marker(run)
+    kill_play_at(
+        run,
+        "blackwell.inference.sglang_service : Wait for the service to answer]",
+        'test "$(systemctl show -p MainPID --value %s)" != %s' % (UNIT, pid),
+        "the restart",
+        "--tags",
+        "sglang_service",
+        extra_vars=NCCL,
+    )
+    wait_for_health(run)  # it serves, but no run saw it answer: not ready until one does
+    verify_says_not_ready("not validated")
+    nothing_lost(run, m0["last_good"])
+    rc, out, _recap = playbook("--tags", "sglang_service", extra_vars=NCCL)
+    assert rc == 0 and "needs a validation: marked not ready" in out and "state: validated and serving" in out, out[-4000:]
+    assert marker(run)["phase"] == "serving"
+
+
+def test_play_killed_during_the_health_wait_of_a_failing_state(run):
+    m0 = marker(run)
+    kill_play_at(
+        run,
+        "blackwell.inference.sglang_service : Wait for the service to answer]",
+        "journalctl -u %s --no-pager -o cat | grep -q 'unrecognized arguments: --no-such-flag'" % UNIT,
+        "the restarted server refusing its flag",
+        "--tags",
+        "sglang_service",
+        extra_vars=dict(BAD_FLAG, sglang_service_health_timeout=120),
+    )
+    m = marker(run)
+    assert not m["ready"] and m["last_good"] == m0["last_good"]
+    verify_says_not_ready("not validated")  # the new state runs (and fails); nothing vouches for it
+    nothing_lost(run, m0["last_good"])
