@@ -70,7 +70,7 @@ FREE_FORM = {
 
 # A refusal names the wrong variable and no other, except where the rule is about the pair.
 RELATED = {
-    "cuda_toolkit_package_versions": {"cuda_toolkit_versions"},
+    "cuda_toolkit_package_versions": {"cuda_toolkit_versions", "cuda_toolkit_repo_base_url"},  # apt could not plan them from that repo
     "cuda_toolkit_versions": {"cuda_toolkit_package_versions"},
     "cuda_toolkit_default": {"cuda_toolkit_versions"},
     "sglang_service_model_path": {"sglang_service_command"},
