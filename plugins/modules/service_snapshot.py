@@ -12,7 +12,8 @@ version_added: "0.3.0"
 description:
   - A service's state is a set of files (unit, drop-in, validation unit and settings, secrets) and where its venv
     link points. O(state=saved) copies them (content, mode, owner, or the fact that a file is absent) into O(store),
-    replacing the previous snapshot in one rename, so a play killed at any step leaves a whole snapshot behind.
+    replacing the previous snapshot in one rename (O(store) is a symlink to it), so a play killed at any step leaves
+    a whole snapshot behind.
   - O(state=restored) makes the host equal to the snapshot again, byte for byte, and re-points the venv link;
     it reports what it put back. O(state=inspect) only compares.
   - The sglang_service role saves a snapshot only once the restarted service has answered its health check, and
@@ -21,7 +22,7 @@ author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
   store:
-    description: Directory of the snapshot (root-only, created when needed).
+    description: The snapshot - a symlink to a root-only directory beside it (created when needed).
     type: path
     required: true
   files:
@@ -133,21 +134,23 @@ def host_state(files, link):
 
 
 def read_snapshot(store):
-    """The manifest of the snapshot in store (or of store.old, left by a save killed between its renames)."""
-    for base in (store, store + ".old"):
-        path = os.path.join(base, snap.MANIFEST)
-        if os.path.exists(path):
-            with open(path) as fh:
-                manifest = snap.load(fh.read())
-            manifest["dir"] = base
-            return manifest
-    return None
+    """The manifest of the snapshot store points at (None when there is none)."""
+    path = os.path.join(store, snap.MANIFEST)
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        manifest = snap.load(fh.read())
+    manifest["dir"] = os.path.realpath(store)
+    return manifest
 
 
 def save(store, files, link, link_target, now):
-    parent = os.path.dirname(store.rstrip("/"))
+    """A new snapshot directory beside store, then store (a symlink) re-pointed at it in one rename: a save
+    killed at any point leaves the previous snapshot whole. No directory is renamed (overlayfs refuses that
+    for directories of a lower layer, as in container images)."""
+    parent, base = os.path.split(store.rstrip("/"))
     os.makedirs(parent, mode=0o700, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".snapshot-", dir=parent)
+    work = tempfile.mkdtemp(prefix=base + ".", dir=parent)
     entries = {}
     for index, path in enumerate(sorted(files)):
         state = file_state(path)
@@ -159,12 +162,18 @@ def save(store, files, link, link_target, now):
         fh.write(snap.dump(snap.make_manifest(now, entries, link, link_target)))
         fh.flush()
         os.fsync(fh.fileno())
-    old = store.rstrip("/") + ".old"
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(store):
-        os.rename(store, old)
-    os.rename(work, store)
-    shutil.rmtree(old, ignore_errors=True)
+    os.chmod(work, 0o700)
+    if os.path.isdir(store) and not os.path.islink(store):
+        shutil.rmtree(store)
+    pointer = os.path.join(parent, ".%s.link" % base)
+    if os.path.lexists(pointer):
+        os.unlink(pointer)
+    os.symlink(os.path.basename(work), pointer)
+    os.replace(pointer, store)
+    for name in os.listdir(parent):  # earlier snapshots, and the work of a save killed before its rename
+        old = os.path.join(parent, name)
+        if name.startswith(base + ".") and old != work and os.path.isdir(old) and not os.path.islink(old):
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def restore(manifest, steps):

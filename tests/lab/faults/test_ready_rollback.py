@@ -27,7 +27,7 @@ STATE_FILES = (
 )
 LAB_COMMAND = ["/opt/sglang/current/bin/python", "/usr/local/libexec/sglang-standin.py", "--host", "0.0.0.0", "--port", "30000"]  # noqa: S104 - the lab's own
 # a launch flag the server refuses (argparse exits 2): the smoke passes, the restarted service never answers
-BAD_FLAG = {"sglang_service_command": [*LAB_COMMAND, "--no-such-flag"], "sglang_service_health_timeout": 20}
+BAD_FLAG = {"sglang_service_command": [*LAB_COMMAND, "--no-such-flag"], "sglang_service_health_timeout": 45}
 NCCL = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
 PINS_B = ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"]
 CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include/curand.h"
@@ -68,7 +68,7 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     rc, out, _recap = playbook("--tags", "sglang_venv,sglang_service", extra_vars=dict(BAD_FLAG, sglang_venv_packages=PINS_B))
     no_traceback(out)
     assert the_bad_flag_was_refused(run), "the fault did not hit: the server never ran with the bad flag"
-    assert rc != 0 and "ct200 is NOT READY: the restarted service did not answer http://127.0.0.1:30000/health within 20 s" in out, out[-4000:]
+    assert rc != 0 and "ct200 is NOT READY: the restarted service did not answer http://127.0.0.1:30000/health within 45 s" in out, out[-4000:]
     assert "restored the last good state of" in out and "link /opt/sglang/current -> %s" % good in out
     assert "the previous service answers again" in out
     assert files(run) == before  # the drop-in, validate unit, its settings and the venv link: byte for byte

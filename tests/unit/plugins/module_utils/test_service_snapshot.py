@@ -95,10 +95,15 @@ def test_save_then_restore_is_byte_for_byte(tmp_path):
     assert len(done) == 3 and snap.differences(mod.host_state(files, str(link)), good) == []
 
 
-def test_a_save_killed_between_its_renames_leaves_the_old_snapshot(tmp_path):
+def test_saves_replace_the_snapshot_in_one_rename_and_leave_one_directory(tmp_path):
     unit = tmp_path / "u.conf"
     unit.write_text("x")
-    store = str(tmp_path / "last-good")
+    store = str(tmp_path / "snap" / "last-good")
     mod.save(store, [str(unit)], None, None, "t1")
-    os.rename(store, store + ".old")  # killed after the first rename
-    assert mod.read_snapshot(store)["time"] == "t1"
+    first = os.path.realpath(store)
+    os.makedirs(str(tmp_path / "snap" / "last-good.killed-save"))  # the work of a save killed before its rename
+    unit.write_text("y")
+    mod.save(store, [str(unit)], None, None, "t2")
+    assert os.path.islink(store) and mod.read_snapshot(store)["time"] == "t2" and not os.path.exists(first)
+    assert sorted(os.listdir(str(tmp_path / "snap"))) == ["last-good", os.path.basename(os.path.realpath(store))]
+    assert oct(os.stat(os.path.realpath(store)).st_mode & 0o777) == "0o700"
