@@ -29,7 +29,7 @@ WRONG_VALUES = {
     "sglang_venv_root": ["opt/sglang", "/"],
     "sglang_venv_python": [""],
     "sglang_venv_packages": [[], ["sglang>=0.5"]],
-    "sglang_venv_keep": [0],
+    "sglang_venv_keep": [1],  # a rollback needs the previous venv
     "sglang_venv_build_timeout": [0],
     "sglang_venv_lock_file": ["/nonexistent/lock.txt"],
     "sglang_venv_patches": [["/nonexistent/fix.patch"]],

@@ -27,7 +27,7 @@ STATE_FILES = (
 )
 LAB_COMMAND = ["/opt/sglang/current/bin/python", "/usr/local/libexec/sglang-standin.py", "--host", "0.0.0.0", "--port", "30000"]  # noqa: S104 - the lab's own
 # a launch flag the server refuses (argparse exits 2): the smoke passes, the restarted service never answers
-BAD_FLAG = {"sglang_service_command": [*LAB_COMMAND, "--no-such-flag"], "sglang_service_health_timeout": 45}
+BAD_FLAG = {"sglang_service_command": [*LAB_COMMAND, "--no-such-flag"], "sglang_service_health_timeout": 90}
 NCCL = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
 PINS_B = ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"]
 CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include/curand.h"
@@ -68,7 +68,7 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     rc, out, _recap = playbook("--tags", "sglang_venv,sglang_service", extra_vars=dict(BAD_FLAG, sglang_venv_packages=PINS_B))
     no_traceback(out)
     assert the_bad_flag_was_refused(run), "the fault did not hit: the server never ran with the bad flag"
-    assert rc != 0 and "ct200 is NOT READY: the restarted service did not answer http://127.0.0.1:30000/health within 45 s" in out, out[-4000:]
+    assert rc != 0 and "ct200 is NOT READY: the restarted service did not answer http://127.0.0.1:30000/health within 90 s" in out, out[-4000:]
     assert "restored the last good state of" in out and "link /opt/sglang/current -> %s" % good in out
     assert "the previous service answers again" in out
     assert files(run) == before  # the drop-in, validate unit, its settings and the venv link: byte for byte
@@ -85,8 +85,6 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     assert rc == 0, out[-4000:]
     left = run("ls /opt/sglang/venvs").split()
     assert os.path.basename(good) in left and len(left) == 2 and not set(venvs) - {os.path.basename(good)} & set(left), (venvs, left)
-    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_keep": 1})
-    assert rc != 0 and "Refused before any change. sglang_venv_keep: >= 2" in out, out[-4000:]
     # the cause removed: a plain run puts the wanted state in place, validates, restarts and is READY
     rc, out, _recap = playbook()
     assert rc == 0 and "state: validated and serving" in out, out[-4000:]
@@ -99,8 +97,6 @@ def test_smoke_failure_with_changed_units_leaves_every_file_byte_identical(run):
     pid, before = serving(run), files(run)
     run("mv %s /root/curand.h.away" % CURAND)
     try:
-        rc, out, _recap = playbook()  # the full play stops at the toolkit's own verify, before the service
-        assert rc != 0 and "curand headers: False" in out and files(run) == before, out[-4000:]
         changed = dict(NCCL, sglang_service_smoke_timeout=1700)  # the drop-in, the validate unit and its settings
         rc, out, _recap = playbook("--tags", "sglang_service", extra_vars=changed)
         assert "curand.h: No such file or directory" in out, out[-4000:]  # the fault hit the smoke
