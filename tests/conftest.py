@@ -40,8 +40,8 @@ def _flush():
 # files are handed to the two workers longest first, so neither ends with a long file while the other idles.
 LAB_FILE_SECONDS = {
     "tests/lab/after/test_sglang_service.py": 560,
-    "tests/lab/faults/test_faults_kill.py": 1270,
-    "tests/lab/faults/test_ready_rollback.py": 1010,
+    "tests/lab/faults/test_faults_kill.py": 800,
+    "tests/lab/faults/test_ready_rollback.py": 1400,
     "tests/lab/faults/test_ready_boot_lock.py": 560,
     "tests/lab/after/test_sglang_venv.py": 460,
     "tests/lab/faults/test_security.py": 400,

@@ -46,4 +46,5 @@ class FilterModule:
             "sglang_service_verdict": verdict,
             "sglang_service_needs_validation": needs_validation,
             "sglang_service_marker": _guard(sglang_service.marker),
+            "sglang_service_rollback_note": sglang_service.rollback_note,
         }

@@ -191,3 +191,31 @@ def state(marker_ready, current, health_status, live=None):
     if validated:
         return False, "validated but not serving"
     return False, "not validated"
+
+
+def rewarm_note(rewarm):
+    """What the rollback's JIT re-warm of the last good state did ('' when it did not run)."""
+    rewarm = rewarm or {}
+    if not rewarm or rewarm.get("skipped"):
+        return ""
+    if rewarm.get("failed"):
+        return "its JIT cache could NOT be re-warmed (%s); " % _short(rewarm.get("msg") or "failed")
+    mods = ((rewarm.get("steps") or {}).get("warm") or {}).get("modules") or []
+    compiled = [m["name"] for m in mods if m.get("compiled")]
+    return "its JIT cache re-warmed (%s); " % ("compiled " + " ".join(compiled) if compiled else "nothing to compile")
+
+
+def rollback_note(restore, rewarm, health_back, restart, unit, restarted):
+    """One sentence of what a rollback did: what was put back, the JIT re-warm, and whether the previous service
+    answers again. restore is service_snapshot's result, health_back service_health's (or a skipped result)."""
+    snapshot = (restore or {}).get("snapshot")
+    if not snapshot:
+        return "no last good state to restore; %s %s" % (unit, "stopped" if restarted else "not restarted")
+    steps = ", ".join((restore or {}).get("restored") or []) or "every file was as it was"
+    note = "restored the last good state of %s (%s); %s" % (snapshot.get("time"), steps, rewarm_note(rewarm))
+    if not restart:
+        return note + "the service was left alone (sglang_service_restart is false)"
+    health_back = health_back or {}
+    if health_back.get("status") == 200:
+        return note + "the previous service answers again"
+    return note + "the previous service does NOT answer either: it %s" % (health_back.get("msg") or "was not asked")

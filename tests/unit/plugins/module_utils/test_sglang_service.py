@@ -255,3 +255,60 @@ def test_marker_keeps_last_good_until_a_state_serves():
 )
 def test_state(marker_ready, current, health, live, expected):
     assert ss.state(marker_ready, current, health, live) == expected
+
+
+RESTORE = {"snapshot": {"time": "2026-12-01T02:00:52Z"}, "restored": ["link /opt/sglang/current -> /opt/sglang/venvs/a"]}
+SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+REWARMED = {"changed": True, "steps": {"warm": {"modules": [{"name": "sampling", "compiled": True}]}}}
+WARM = {"changed": False, "steps": {"warm": {"modules": [{"name": "sampling", "compiled": False}]}}}
+REWARM_FAILED = {"failed": True, "msg": "FlashInfer's JIT warm-up failed in the service environment: curand.h: No such file or directory\nmore"}
+BACK = {"status": 200}
+NOT_BACK = {"failed": True, "status": -1, "msg": "did not answer http://h/health: the unit is failed and will not be restarted after 1 s (...)"}
+
+
+@pytest.mark.parametrize(
+    "restore,rewarm,back,restart,restarted,expected",
+    [
+        (
+            RESTORE,
+            REWARMED,
+            BACK,
+            True,
+            True,
+            "restored the last good state of 2026-12-01T02:00:52Z (link /opt/sglang/current -> /opt/sglang/venvs/a); "
+            "its JIT cache re-warmed (compiled sampling); the previous service answers again",
+        ),
+        (
+            dict(RESTORE, restored=[]),
+            WARM,
+            BACK,
+            True,
+            False,
+            "restored the last good state of 2026-12-01T02:00:52Z (every file was as it was); "
+            "its JIT cache re-warmed (nothing to compile); the previous service answers again",
+        ),
+        (
+            RESTORE,
+            REWARM_FAILED,
+            NOT_BACK,
+            True,
+            True,
+            "restored the last good state of 2026-12-01T02:00:52Z (link /opt/sglang/current -> /opt/sglang/venvs/a); "
+            "its JIT cache could NOT be re-warmed (FlashInfer's JIT warm-up failed in the service environment: curand.h: No such file or directory); "
+            "the previous service does NOT answer either: it did not answer http://h/health: the unit is failed and will not be restarted after 1 s (...)",
+        ),
+        (
+            RESTORE,
+            SKIPPED,
+            SKIPPED,
+            False,
+            False,
+            "restored the last good state of 2026-12-01T02:00:52Z (link /opt/sglang/current -> /opt/sglang/venvs/a); "
+            "the service was left alone (sglang_service_restart is false)",
+        ),
+        ({"snapshot": None, "restored": []}, SKIPPED, SKIPPED, True, True, "no last good state to restore; sglang-k26.service stopped"),
+        ({"snapshot": None, "restored": []}, SKIPPED, SKIPPED, True, False, "no last good state to restore; sglang-k26.service not restarted"),
+    ],
+)
+def test_rollback_note(restore, rewarm, back, restart, restarted, expected):
+    assert ss.rollback_note(restore, rewarm, back, restart, "sglang-k26.service", restarted) == expected

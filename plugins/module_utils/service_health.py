@@ -1,0 +1,58 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Waiting for a restarted service to answer, and knowing when to stop waiting: a unit that died (and will not be
+restarted) or keeps crashing will never answer, so the wait ends there instead of at the timeout."""
+
+from __future__ import annotations
+
+PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts")
+
+
+def show_argv(unit):
+    """systemctl's argument list for the properties the wait judges."""
+    argv = ["systemctl", "show", unit]
+    for prop in PROPERTIES:
+        argv += ["-p", prop]
+    return argv
+
+
+def parse_show(stdout):
+    """`systemctl show -p ...` output (KEY=value lines) -> dict; NRestarts as an int (0 when absent)."""
+    props = {}
+    for line in stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key.strip()] = value.strip()
+    try:
+        props["NRestarts"] = int(props.get("NRestarts") or 0)
+    except ValueError:
+        props["NRestarts"] = 0
+    return props
+
+
+def describe(props):
+    """One line of the unit's state, in systemctl show's own words."""
+    return " ".join("%s=%s" % (k, props[k]) for k in PROPERTIES if k in props) or "no state"
+
+
+def gave_up(props, restarts_before, crash_limit):
+    """Why waiting longer is pointless (str), or None while the service may still come up.
+
+    - the unit is failed or dead and systemd is not about to restart it (SubState auto-restart means it will);
+    - it crashed crash_limit times since the wait began (a crash loop under Restart=).
+    """
+    if not props:
+        return None
+    active, sub = props.get("ActiveState", ""), props.get("SubState", "")
+    if active in ("failed", "inactive") and sub != "auto-restart":
+        return "the unit is %s and will not be restarted" % active
+    crashes = props.get("NRestarts", 0) - (restarts_before or 0)
+    if crash_limit and crashes >= crash_limit:
+        return "the unit crashed and was restarted %d times since it was started" % crashes
+    return None
+
+
+def failure(url, timeout, seconds, status, props, reason):
+    """The message of a wait that ended without an answer."""
+    head = "did not answer %s within %d s" % (url, timeout) if not reason else "did not answer %s: %s after %.0f s" % (url, reason, seconds)
+    return "%s (last status %s; systemd: %s)" % (head, status, describe(props))
