@@ -40,7 +40,7 @@ def _flush():
 # files are handed to the two workers longest first, so neither ends with a long file while the other idles.
 LAB_FILE_SECONDS = {
     "tests/lab/after/test_sglang_service.py": 240,
-    "tests/lab/faults/test_faults_kill.py": 650,
+    "tests/lab/faults/test_faults_kill.py": 900,
     "tests/lab/faults/test_ready_rollback.py": 1600,
     "tests/lab/faults/test_ready_boot_lock.py": 620,
     "tests/lab/after/test_sglang_venv.py": 690,
