@@ -56,14 +56,17 @@ LAB_FILE_SECONDS = {
 def pytest_collection_modifyitems(config, items):
     """The lab scenario first: it is the longest file and saves the images the lab suites start from, so
     under pytest-xdist it runs on one worker while the other takes the controller-side tests; then the
-    rest in order, the lab files last and longest first (files keep their own test order)."""
+    rest in order: the lab files on the `before` image (saved early in the scenario, so the other worker does not sit
+    waiting for the converged image), then the other lab files, longest first (files keep their own test order)."""
 
     def rank(item):
         path = item.nodeid.split("::", 1)[0]
         if path == "tests/integration/test_lab_scenario.py":
             return (0, 0)
+        if path.startswith("tests/lab/before/"):
+            return (2, 0)  # the `before` image is saved at the end of the scenario's prepare: no wait for its converge
         if path.startswith("tests/lab/"):
-            return (2, -LAB_FILE_SECONDS.get(path, 0))
+            return (3, -LAB_FILE_SECONDS.get(path, 0))
         return (1, 0)
 
     items.sort(key=rank)  # stable: the order inside each file is kept

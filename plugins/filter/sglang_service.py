@@ -6,7 +6,7 @@ from __future__ import annotations
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules, sglang_service
 
 
 def _guard(func):
@@ -34,11 +34,19 @@ def state(marker_ready, current, health_status, live=None):
     return {"ready": ready, "state": name}
 
 
+def arch_choice(target_archs, sglang=None, override=""):
+    own = sglang_service.arch_list(target_archs) if target_archs else ""
+    archs, error = sglang_rules.service_arch_list(own, sglang, override or "")
+    source = "sglang_service_arch_list" if override else ("sglang" if (sglang or {}).get("arch_list") else "flashinfer")
+    return {"archs": archs or "", "error": error, "source": source}
+
+
 class FilterModule:
     def filters(self):
         return {
             "sglang_service_environment": _guard(sglang_service.environment),
             "sglang_service_arch_list": _guard(sglang_service.arch_list),
+            "sglang_service_arch_choice": _guard(arch_choice),
             "sglang_service_systemd_quote": _guard(sglang_service.systemd_quote),
             "sglang_service_inputs": sglang_service.inputs,
             "sglang_service_digest": sglang_service.inputs_digest,
@@ -47,4 +55,5 @@ class FilterModule:
             "sglang_service_needs_validation": needs_validation,
             "sglang_service_marker": _guard(sglang_service.marker),
             "sglang_service_rollback_note": sglang_service.rollback_note,
+            "sglang_service_stale_workspaces": sglang_service.stale_workspaces,
         }

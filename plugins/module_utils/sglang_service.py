@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import re
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -37,8 +38,37 @@ def arch_list(target_archs):
     return " ".join("%d.%d%s" % e for e in sorted(set(entries)))
 
 
-def environment(cuda_home, venv, cache_dir, archs, build_log="", ld_library_path=(), extra=None):
-    """The service's environment: toolkit first on PATH, pinned archs and cache, nothing implicit."""
+def workspace(cache_dir, venv_target):
+    """FlashInfer's workspace base for one venv: <cache_dir>/jit/<venv directory name>.
+
+    FlashInfer keys its JIT cache by version and archs only, and its build.ninja embeds the venv's
+    paths: two venvs sharing one workspace rebuild it for each other (a rollback to the previous venv
+    would compile at start). One workspace per venv keeps each venv's cache warm until it is pruned."""
+    name = posixpath.basename(str(venv_target or "").rstrip("/"))
+    if not name or name in (".", ".."):
+        raise ValueError("venv target %r has no directory name to key the JIT workspace by" % venv_target)
+    return "%s/jit/%s" % (str(cache_dir).rstrip("/"), name)
+
+
+def stale_workspaces(link_stats, keep=()):
+    """Workspaces whose venv is gone: from `stat` (follow) results of each <workspace>/venv link, the
+    workspace directories whose link no longer resolves. Workspaces in `keep` are never stale."""
+    keep = {str(k).rstrip("/") for k in keep if k}
+    stale = set()
+    for res in link_stats or []:
+        path = str(res.get("item") or "")
+        if not path or (res.get("stat") or {}).get("exists", True):
+            continue
+        ws = posixpath.dirname(path.rstrip("/"))
+        if ws and ws not in keep:
+            stale.add(ws)
+    return sorted(stale)
+
+
+def environment(cuda_home, venv, cache_dir, archs, build_log="", ld_library_path=(), extra=None, venv_target=None):
+    """The service's environment: toolkit first on PATH, pinned archs and cache, nothing implicit.
+    With `venv_target` (the venv the link points at), FlashInfer's workspace is that venv's own
+    (`workspace()`); without it, the cache directory itself (the layout before one workspace per venv)."""
     extra = dict(extra or {})
     clash = sorted(set(extra) & set(MANAGED_KEYS))
     if clash:
@@ -47,7 +77,7 @@ def environment(cuda_home, venv, cache_dir, archs, build_log="", ld_library_path
         "CUDA_HOME": cuda_home,
         "PATH": "%s/bin:%s/bin:%s" % (cuda_home.rstrip("/"), venv.rstrip("/"), SYSTEM_PATH),
         "FLASHINFER_CUDA_ARCH_LIST": archs,
-        "FLASHINFER_WORKSPACE_BASE": cache_dir,
+        "FLASHINFER_WORKSPACE_BASE": workspace(cache_dir, venv_target) if venv_target else cache_dir,
         "SGLANG_CACHE_DIR": cache_dir.rstrip("/") + "/sglang",
     }
     if build_log:

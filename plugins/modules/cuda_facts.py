@@ -177,6 +177,19 @@ ansible_facts:
           sample: {version: 0.7.0, cuda_home: /usr/local, cuda_home_source: PATH, cuda_version: "12.8",
                    cuda_version_source: nvcc, target_archs: [], accepted: false,
                    error: SM 12.x requires CUDA >= 12.9, error_stage: detection}
+        sglang:
+          description:
+            - When the venv has SGLang, what FlashInfer computes inside SGLang's workers, whose C(set_cuda_arch())
+              rewrites C(FLASHINFER_CUDA_ARCH_LIST) for the worker's GPU (SGLang 0.5.5 and later) - C(version),
+              C(sets) (the variable it writes), C(arch_list) (the value that makes both import orders agree, null when the
+              GPUs disagree), C(workers) (per compute capability - C(arch_list), C(target_archs), C(cache_dir),
+              C(accepted), C(error), C(same_workspace) as the unit's environment), C(orders_agree) and C(notes).
+            - Null without SGLang in the venv.
+          type: dict
+          returned: always
+          sample: {version: 0.5.23, sets: FLASHINFER_CUDA_ARCH_LIST, arch_list: 12.0a, orders_agree: false,
+                   workers: [{compute_capability: "12.0", arch_list: 12.0a, target_archs: [120a], same_workspace: false,
+                              cache_dir: /var/cache/sglang/jit/2c26817414e442ed/.cache/flashinfer/0.7.4/120a, accepted: true}]}
         probe:
           description: With O(probe=true) - C(cuda_home), C(cuda_version), C(target_archs), C(error)
             as FlashInfer itself reported them, and C(agrees) with the prediction (C(differences) lists why not).
@@ -195,6 +208,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils import (
     flashinfer_probe,
     flashinfer_rules,
     nvidia_smi,
+    sglang_rules,
     systemd_env,
     venv_info,
 )
@@ -302,8 +316,15 @@ def run_module():
     fi_version = p["flashinfer_version"] or (venv or {}).get("packages", {}).get("flashinfer-python")
     torch_cuda = torch["cuda"] if torch else p["torch_cuda"]
     ccs = flashinfer_rules.visible_ccs(gpus, env)
+    home_dir = pwd.getpwuid(os.getuid()).pw_dir
+    sglang = None
     if fi_version:
-        flashinfer = flashinfer_rules.predict(env, run, fi_version, torch_cuda, ccs, home_dir=pwd.getpwuid(os.getuid()).pw_dir)
+        flashinfer = flashinfer_rules.predict(env, run, fi_version, torch_cuda, ccs, home_dir=home_dir)
+        sglang_version = (venv or {}).get("packages", {}).get("sglang")
+        if sglang_version:
+            sglang = sglang_rules.layer(
+                sglang_version, env, ccs, flashinfer, lambda wenv, wccs: flashinfer_rules.predict(wenv, run, fi_version, torch_cuda, wccs, home_dir=home_dir)
+            )
     else:
         flashinfer = {
             "version": None,
@@ -325,6 +346,7 @@ def run_module():
         "venv": venv,
         "torch": torch,
         "flashinfer": flashinfer,
+        "sglang": sglang,
     }
     if p["probe"]:
         res = commands.run_python(run, venv["python"], flashinfer_probe.PROBE_SCRIPT, env=env, timeout=600)

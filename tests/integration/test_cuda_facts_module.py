@@ -1,12 +1,15 @@
 """cuda_facts through Ansible (`ansible localhost -m`), with the nvidia-smi double for ct200."""
 
+import ast
 import json
 import os
 import subprocess
 
 import pytest
 
-from .conftest import BIN, NVIDIA_SMI_DOUBLE, ROOT, ansible_module
+from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules
+
+from .conftest import BIN, CACHE, NVIDIA_SMI_DOUBLE, ROOT, ansible_module
 
 
 def double(tmp_path, **cfg):
@@ -114,3 +117,54 @@ def test_ansible_doc_renders():
     ).stdout
     for section in ("OPTIONS", "EXAMPLES:", "RETURN VALUES:", "nvidia_smi", "blackwell_cuda", "probe"):
         assert section in out
+
+
+@pytest.fixture(scope="module")
+def sglang_venv(tmp_path_factory):
+    """A venv holding the real sglang 0.5.23 wheel (no dependencies: cuda_facts reads its metadata, never imports it)."""
+    wheels = subprocess.run(
+        [os.path.join(ROOT, "tests", "fixtures", "lab", "build_wheelhouse.sh"), CACHE], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    venv = tmp_path_factory.mktemp("sglang") / "venv"
+    subprocess.run(["python3", "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-index", "--no-deps", "--no-compile"]
+    subprocess.run([*pip, "--find-links", wheels, "sglang==0.5.23"], check=True)
+    return venv
+
+
+def _set_cuda_arch(venv):
+    """What the installed SGLang's own set_cuda_arch() assigns: (variable, its value for a capability), read with ast
+    from the wheel's source: the assigned expression alone is evaluated, for the capabilities given."""
+    (common,) = venv.glob("lib/python3*/site-packages/sglang/srt/utils/common.py")
+    tree = ast.parse(common.read_text())
+    (func,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "set_cuda_arch"]
+    (assign,) = [n for n in ast.walk(func) if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Subscript)]
+    expr = compile(ast.Expression(assign.value), str(common), "eval")
+
+    def value(major, minor):
+        return eval(expr, {"__builtins__": {}}, {"arch": "%d.%d" % (major, minor), "capability": (major, minor)})  # noqa: S307 - SGLang's own f-string
+
+    return ast.literal_eval(assign.targets[0].slice), value
+
+
+@pytest.mark.parametrize("unit_list, agree", [(None, False), ("12.0a", True)])
+def test_sglangs_own_arch_list_and_the_workspace_of_each_import_order(tmp_path, sglang_venv, unit_list, agree):
+    var, value = _set_cuda_arch(sglang_venv)
+    assert var == sglang_rules.sets("0.5.23")[0] == "FLASHINFER_CUDA_ARCH_LIST"
+    for cc in ((12, 0), (12, 1), (10, 0), (9, 0), (8, 9), (8, 0)):  # the model says what SGLang's own expression says
+        assert value(*cc) == sglang_rules.worker_arch_list("%d.%d" % cc), cc
+    env = {"CUDA_HOME": "/usr/local/cuda-13.0", "FLASHINFER_WORKSPACE_BASE": "/var/cache/sglang/jit/v1"}
+    if unit_list:
+        env["FLASHINFER_CUDA_ARCH_LIST"] = unit_list
+    res = ansible_module(
+        "cuda_facts",
+        {"nvidia_smi": NVIDIA_SMI_DOUBLE, "venv": str(sglang_venv), "flashinfer_version": "0.7.4", "torch_cuda": "13.0", "environment": env},
+        double(tmp_path),
+    )
+    facts = res["ansible_facts"]["blackwell_cuda"]
+    assert facts["venv"]["packages"]["sglang"] == "0.5.23"
+    sg = facts["sglang"]
+    assert sg["sets"] == var and sg["arch_list"] == "12.0a" and sg["orders_agree"] is agree
+    (worker,) = sg["workers"]  # eight GPUs of one compute capability
+    assert worker["target_archs"] == ["120a"] and worker["cache_dir"] == "/var/cache/sglang/jit/v1/.cache/flashinfer/0.7.4/120a"
+    assert facts["flashinfer"]["target_archs"] == (["120a"] if unit_list else ["120f"])  # FlashInfer alone, in the unit's env

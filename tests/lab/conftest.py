@@ -90,6 +90,16 @@ def on_host_until(run, condition, what, timeout=120):
     assert res.strip().endswith("met"), "never seen within %d s: %s" % (timeout, what)
 
 
+def workspace(run, cache="/var/cache/sglang"):
+    """FlashInfer's workspace of the venv the service runs from: one per venv, <cache>/jit/<venv name>."""
+    return "%s/jit/%s" % (cache, os.path.basename(run("readlink -f /opt/sglang/current").strip()))
+
+
+def sampling_library(run):
+    """The warmed sampling module of the current venv's workspace (FlashInfer 0.7.4, CC 12.0 with CUDA 13.0)."""
+    return workspace(run) + "/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
+
+
 @pytest.fixture
 def host_state(run):
     """What must not move when a run is refused or only checked: packages and the cuda alternatives."""

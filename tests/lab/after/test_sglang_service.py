@@ -8,13 +8,12 @@ import json
 import os
 import subprocess
 
-from ..conftest import INVENTORY, ROOT, playbook, playbook_command
+from ..conftest import INVENTORY, ROOT, playbook, playbook_command, workspace
 
 UNIT = "sglang-k26.service"
 DROPIN = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
 MARKER = "/etc/ansible/facts.d/blackwell_inference.fact"
 CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include/curand.h"
-SAMPLING = "/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
 
 
 def adhoc_command(module, args):
@@ -59,10 +58,11 @@ def test_flashinfer_accepts_the_unit_environment_and_start_compiles_nothing(run)
     assert report["cuda_home"] == "/usr/local/cuda-13.0" and report["cuda_version"] == "13.0"
     assert report["target_archs"] == ["120f"]  # FlashInfer's own archs for CC 12.0 with CUDA 13.0
     env = report["environment"]
-    assert env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f" and env["FLASHINFER_WORKSPACE_BASE"] == "/var/cache/sglang"
+    ws = workspace(run)  # the venv's own: /var/cache/sglang/jit/<venv name>
+    assert env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f" and env["FLASHINFER_WORKSPACE_BASE"] == ws and ws.startswith("/var/cache/sglang/jit/")
     assert env["PATH"].startswith("/usr/local/cuda-13.0/bin:/opt/sglang/current/bin:")
     assert env["LD_LIBRARY_PATH"] is None  # not asked for
-    assert report["cache_dir"] == "/var/cache/sglang/.cache/flashinfer/0.7.4/120f"
+    assert report["cache_dir"] == ws + "/.cache/flashinfer/0.7.4/120f"
     assert_started_from_a_warm_cache(report)
 
 

@@ -65,8 +65,9 @@ def test_broken_set_fails_clearly_and_leaves_the_old_venv_current(run):
         "--tags",
         "sglang_venv",
         extra_vars={
-            "sglang_venv_packages": [*LAB_SET, "blackwell-broken-probe==1.0"],
-            "sglang_venv_check_imports": ["flashinfer", "torch", "blackwell_broken_probe"],
+            # a set that installs but does not import (small: the check is what is tested, not the size of the set)
+            "sglang_venv_packages": ["blackwell-broken-probe==1.0"],
+            "sglang_venv_check_imports": ["blackwell_broken_probe"],
         },
     )
     flat = " ".join(out.split())

@@ -12,10 +12,9 @@ import time
 
 import pytest
 
-from ..conftest import on_host_until, playbook
+from ..conftest import on_host_until, playbook, sampling_library
 
 UNIT = "sglang-k26.service"
-SAMPLING = "/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
 PKG = "libcurand-dev-13-0"
 DOUBLE_CONFIG = "/etc/nvidia-smi-double.json"
 
@@ -138,11 +137,11 @@ def test_dpkg_lock_held_too_long_fails_clearly_then_the_next_run_converges(run):
 
 def test_truncated_jit_module_is_found_and_rebuilt_by_the_smoke(run):
     pid = serving(run)
-    run("truncate -s 4096 " + SAMPLING)  # loading it now kills the loader with SIGBUS
+    run("truncate -s 4096 " + sampling_library(run))  # loading it now kills the loader with SIGBUS
     rc, out, recap = playbook("--tags", "verify")
     assert rc == 0 and recap["changed"] == 1, out[-4000:]  # the smoke, which rebuilt the library
     assert "(compiled into the cache)" in out
-    assert run("stat -c %s " + SAMPLING).strip() != "4096"
+    assert run("stat -c %s " + sampling_library(run)).strip() != "4096"
     assert serving(run) == pid
     run("systemctl restart " + UNIT)  # and the service starts from it without compiling
     wait_for_health(run)
@@ -150,7 +149,7 @@ def test_truncated_jit_module_is_found_and_rebuilt_by_the_smoke(run):
 
 
 def test_truncated_jit_module_is_rebuilt_at_boot_before_the_service_starts(run):
-    run("truncate -s 4096 " + SAMPLING)
+    run("truncate -s 4096 " + sampling_library(run))
     run("systemctl restart sglang-k26-validate.service")
     m = marker(run)
     assert m["ready"] and m["source"] == "boot validation (sglang-k26.service)"

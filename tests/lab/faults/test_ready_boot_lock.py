@@ -9,13 +9,12 @@ import subprocess
 
 import pytest
 
-from ..conftest import LAB_HOST, LAB_INDEX, ROOT, _labctl, on_host_until, playbook, playbook_command
+from ..conftest import LAB_HOST, LAB_INDEX, ROOT, _labctl, on_host_until, playbook, playbook_command, sampling_library, workspace
 from .test_faults import marker, serving, wait_for_health
 from .test_ready_rollback import NCCL, UNIT, VALIDATE, verify_says_not_ready
 
 pytestmark = pytest.mark.usefixtures("fresh")
 
-SAMPLING = "/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
 LOCK = "/run/blackwell-inference/play.lock"
 
 
@@ -46,10 +45,10 @@ def test_reboot_with_a_warm_cache_starts_after_the_validation_without_compiling(
 
 
 def test_reboot_with_the_jit_cache_wiped_rewarms_before_the_service_starts(run):
-    run("rm -rf /var/cache/sglang/.cache")
+    run("rm -rf %s/.cache" % workspace(run))
     reboot(run)
     started_after_the_validation(run)
-    assert run("test -e %s && echo warm" % SAMPLING).strip() == "warm"
+    assert run("test -e %s && echo warm" % sampling_library(run)).strip() == "warm"
     m = marker(run)
     assert m["ready"] and [w["compiled"] for w in m["smoke"]["warm"]["modules"]] == [True]  # the validation built it
     assert "sglang-k26.service: READY" in run("journalctl -u %s -b --no-pager -o cat" % VALIDATE)

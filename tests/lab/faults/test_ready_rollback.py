@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from ..conftest import ROOT, on_host_until, playbook, playbook_command
+from ..conftest import ROOT, on_host_until, playbook, playbook_command, workspace
 from .test_faults import marker, no_traceback, serving, wait_for_health
 
 pytestmark = pytest.mark.usefixtures("fresh")
@@ -78,8 +78,10 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     waited = re.search(r"will not be restarted after (\d+) s", flat)
     assert int(waited.group(1)) < 60, "the wait did not end on the unit's failure: " + flat[-2000:]  # not its 600 s timeout
     assert "restored the last good state of" in out and "link /opt/sglang/current -> %s" % good in out
-    # B's warm-up rewrote the shared JIT workspace for B's paths: the rollback compiles it back for the last good venv
-    assert "its JIT cache re-warmed (compiled sampling); the previous service answers again" in flat, flat[-3000:]
+    # B warmed its own JIT workspace: the last good venv's stayed warm, so the rollback compiles nothing
+    assert "its JIT cache re-warmed (nothing to compile); the previous service answers again" in flat, flat[-3000:]
+    ws_good = "/var/cache/sglang/jit/" + os.path.basename(good)
+    assert workspace(run) == ws_good  # the link is back on the last good venv, and with it its workspace
     assert files(run) == before  # the drop-in, validate unit, its settings and the venv link: byte for byte
     assert serving(run) != pid  # the previous state was restarted, answers, and its start compiled nothing
     m = marker(run)
@@ -87,14 +89,22 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     assert m["last_good"] == m0["last_good"]
     out = verify_says_not_ready("not validated")
     assert "state: not validated (last good state: %s of %s)" % (good, m0["last_good"]["time"]) in out
-    # prune after the failed rollout, keep 2, towards a third venv C: C and the last good one stay, B goes
-    pins_c = {"sglang_venv_packages": ["tabulate==0.9.0", "flashinfer-python==0.7.4", "torch==2.13.0"], "sglang_venv_keep": 2}
+    # prune after the failed rollout, keep 2, towards a third venv C (a small one: its own check is all it needs to
+    # pass): C and the last good one stay, B goes
+    pins_c = {"sglang_venv_packages": ["tabulate==0.9.0"], "sglang_venv_check_imports": ["tabulate"], "sglang_venv_keep": 2}
     venvs = run("ls /opt/sglang/venvs").split()
     assert len(venvs) == 2 and os.path.basename(good) in venvs
+    workspaces = run("ls /var/cache/sglang/jit").split()
+    assert sorted(workspaces) == sorted(venvs), (workspaces, venvs)  # one JIT workspace per venv, B's too
     rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars=pins_c)
     assert rc == 0, out[-4000:]
     left = run("ls /opt/sglang/venvs").split()
     assert os.path.basename(good) in left and len(left) == 2 and not set(venvs) - {os.path.basename(good)} & set(left), (venvs, left)
+    # the service role's account phase (for the last good venv; no venv switch, no validation) removes B's workspace
+    rc, out, _recap = playbook("--tags", "sglang_service_facts,sglang_service_account", extra_vars={"sglang_service_venv": good})
+    assert rc == 0 and "Remove the JIT workspaces of venvs that are gone" in out, out[-4000:]
+    assert run("ls /var/cache/sglang/jit").split() == [os.path.basename(good)]
+    assert run("test -e %s/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so && echo warm" % ws_good).strip() == "warm"
     # (a rerun of a host marked not ready revalidates and is READY: test_play_killed_after_the_restart_then_the_next_run_is_ready)
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from ..conftest import INVENTORY, ROOT, SSH_CONFIG, lab_env
+from ..conftest import INVENTORY, ROOT, SSH_CONFIG, lab_env, workspace
 
 SECRET = "hf_security_review_0123456789abcdef"  # noqa: S105 - a made-up token the test looks for
 VARS = {
@@ -84,7 +84,7 @@ def test_unit_mode_converges_under_the_hardening(unit_service, run):
     assert rc == 0 and "changed=0" in out, out[-3000:]
 
 
-def test_file_modes(unit_service, host):
+def test_file_modes(unit_service, host, run):
     expected = {
         "/etc/systemd/system/sglang-unit.service": ("root", "root", 0o644),
         "/etc/systemd/system/sglang-unit.service.d/50-blackwell-inference.conf": ("root", "root", 0o644),
@@ -97,7 +97,9 @@ def test_file_modes(unit_service, host):
     for path, (user, group, mode) in expected.items():
         f = host.file(path)
         assert (f.user, f.group, f.mode) == (user, group, mode), path
-    assert host.file("/var/cache/sglang-unit/.cache/flashinfer").user == "sglang"  # the cache belongs to the service user
+    ws = workspace(run, "/var/cache/sglang-unit")  # the venv's own FlashInfer workspace
+    assert host.file(ws).user == "sglang" and host.file(ws + "/.cache/flashinfer").user == "sglang"  # the cache belongs to the service user
+    assert host.file(ws + "/venv").linked_to == run("readlink -f /opt/sglang/current").strip()
 
 
 @pytest.mark.parametrize(

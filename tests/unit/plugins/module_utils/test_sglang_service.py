@@ -85,6 +85,45 @@ def test_environment_extras_and_ld_library_path():
     assert "FLASHINFER_JIT_BUILD_LOG" not in env
 
 
+@pytest.mark.parametrize(
+    "cache_dir, target, workspace",
+    [
+        ("/var/cache/sglang", "/opt/sglang/venvs/2c26817414e442ed", "/var/cache/sglang/jit/2c26817414e442ed"),
+        ("/var/cache/sglang/", "/opt/sglang/venvs/9f0e1d2c3b4a5968/", "/var/cache/sglang/jit/9f0e1d2c3b4a5968"),
+        ("/srv/cache", "/opt/k26-venv", "/srv/cache/jit/k26-venv"),  # a plain venv, no link
+    ],
+)
+def test_each_venv_has_its_own_flashinfer_workspace(cache_dir, target, workspace):
+    assert ss.workspace(cache_dir, target) == workspace
+    env = ss.environment("/usr/local/cuda-13.0", "/opt/sglang/current", cache_dir, "12.0f", venv_target=target)
+    assert env["FLASHINFER_WORKSPACE_BASE"] == workspace
+    assert env["SGLANG_CACHE_DIR"] == cache_dir.rstrip("/") + "/sglang"  # SGLang's own cache stays shared
+
+
+@pytest.mark.parametrize("target", ["", "/", None])
+def test_a_venv_without_a_name_is_refused(target):
+    with pytest.raises(ValueError, match="JIT workspace"):
+        ss.workspace("/var/cache/sglang", target)
+
+
+def _stat(path, exists):
+    """One loop result of ansible.builtin.stat (follow: true) on a workspace's venv link, as Ansible returns it."""
+    return {"item": path, "changed": False, "stat": {"exists": exists} if not exists else {"exists": True, "isdir": True, "path": path}}
+
+
+def test_only_workspaces_whose_venv_is_gone_are_stale():
+    results = [
+        _stat("/var/cache/sglang/jit/aaaa/venv", True),  # the current venv
+        _stat("/var/cache/sglang/jit/bbbb/venv", True),  # the last good one (kept by sglang_venv's prune)
+        _stat("/var/cache/sglang/jit/cccc/venv", False),  # pruned
+        _stat("/var/cache/sglang/jit/dddd/venv", False),  # pruned
+        {"item": "/var/cache/sglang/jit/eeee/venv", "skipped": True},  # no stat result: not judged
+    ]
+    assert ss.stale_workspaces(results) == ["/var/cache/sglang/jit/cccc", "/var/cache/sglang/jit/dddd"]
+    assert ss.stale_workspaces(results, ["/var/cache/sglang/jit/dddd/"]) == ["/var/cache/sglang/jit/cccc"]
+    assert ss.stale_workspaces([]) == [] and ss.stale_workspaces(None) == []
+
+
 @pytest.mark.parametrize("key", ss.MANAGED_KEYS)
 def test_environment_refuses_overriding_derived_keys(key):
     with pytest.raises(ValueError, match=key):

@@ -1,0 +1,148 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What SGLang does to FlashInfer's inputs inside its workers, by SGLang version (no SGLang code here).
+
+SGLang's `set_cuda_arch()` (sglang/srt/utils/common.py, srt/utils.py before 0.5.3), called first thing in
+`ModelRunner.load_model` of every TP worker when FlashInfer is importable and CUDA is available, writes
+the worker GPU's capability into the environment:
+
+- 0.4.10 - 0.5.4: `TORCH_CUDA_ARCH_LIST = "<major>.<minor>"` (+ "+PTX" on 9.0): FlashInfer's own list unchanged;
+- 0.5.5 - 0.5.23: `FLASHINFER_CUDA_ARCH_LIST = "<major>.<minor>" + ("a" if major >= 9 else "")`.
+
+Read in the wheels of 0.4.10, 0.5.1-0.5.5, 0.5.9, 0.5.10 and 0.5.23 (and per shared/docs/flashinfer-facts.md
+0.5.16 and 0.5.21: identical). `SGLANG_IS_FLASHINFER_AVAILABLE=false` turns it off. From 0.5.19 SGLang also
+defaults `FLASHINFER_WORKSPACE_BASE` to its `SGLANG_CACHE_DIR` (`~/.cache/sglang`) when it is unset.
+
+FlashInfer fixes its JIT workspace when `flashinfer.jit` is first imported: a worker that imports FlashInfer
+before `set_cuda_arch()` uses the unit's arch list, one that imports it after (0.5.23's sampler imports
+`flashinfer.sampling` lazily) uses SGLang's. Only a unit environment that already says what SGLang will say
+lands both in the same, warmed, workspace.
+"""
+
+from __future__ import annotations
+
+import re
+
+# (first version, last version read, the variable set_cuda_arch writes)
+RULES = (
+    ((0, 4, 10), (0, 5, 4), "TORCH_CUDA_ARCH_LIST"),
+    ((0, 5, 5), (0, 5, 23), "FLASHINFER_CUDA_ARCH_LIST"),
+)
+VERIFIED_UP_TO = (0, 5, 23)
+WORKSPACE_DEFAULT_FROM = (0, 5, 19)
+_RELEASE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+_CC = re.compile(r"^(\d+)\.(\d+)$")
+
+
+def release(version):
+    """'0.5.23.post1' -> (0, 5, 23); None when it is not a version."""
+    m = _RELEASE.match(str(version or ""))
+    return tuple(int(g or 0) for g in m.groups()) if m else None
+
+
+def sets(version):
+    """The variable SGLang `version`'s set_cuda_arch writes (None: none), and a note when not read."""
+    rel = release(version)
+    if rel is None:
+        return None, "sglang %r is not a version: no set_cuda_arch modelled" % (version,)
+    if rel < RULES[0][0]:
+        return None, "sglang %s predates set_cuda_arch (modelled from 0.4.10)" % version
+    for first, last, var in RULES:
+        if first <= rel <= last:
+            return var, None
+    return RULES[-1][2], "sglang %s is newer than %s: modelled with the %s rules" % (
+        version,
+        ".".join(map(str, VERIFIED_UP_TO)),
+        ".".join(map(str, RULES[-1][0])),
+    )
+
+
+def worker_arch_list(cc):
+    """SGLang's value for a worker on a GPU of compute capability cc ('12.0' -> '12.0a', '8.9' -> '8.9')."""
+    m = _CC.match(str(cc))
+    if not m:
+        raise ValueError("compute capability %r is not MAJOR.MINOR" % (cc,))
+    major = int(m.group(1))
+    return "%d.%s%s" % (major, m.group(2), "a" if major >= 9 else "")
+
+
+def _enabled(env):
+    return str((env or {}).get("SGLANG_IS_FLASHINFER_AVAILABLE", "true")).strip().lower() not in ("0", "false", "no", "off", "")
+
+
+def worker_env(version, env, cc):
+    """The environment FlashInfer sees in a worker on GPU cc after SGLang's start-up, or None when SGLang leaves
+    FlashInfer's arch list alone there."""
+    var, _note = sets(version)
+    if var != "FLASHINFER_CUDA_ARCH_LIST" or not _enabled(env):
+        return None
+    out = dict(env or {})
+    out["FLASHINFER_CUDA_ARCH_LIST"] = worker_arch_list(cc)
+    if "FLASHINFER_WORKSPACE_BASE" not in out and release(version) >= WORKSPACE_DEFAULT_FROM:
+        out["FLASHINFER_WORKSPACE_BASE"] = out.get("SGLANG_CACHE_DIR") or "%s/.cache/sglang" % out.get("HOME", "~")
+    return out
+
+
+def layer(version, env, ccs, unit, predict):
+    """SGLang's layer over FlashInfer's own answer `unit` (flashinfer_rules.predict in the unit's environment).
+
+    predict(env, ccs) -> FlashInfer facts in a worker's environment (for one GPU). Returns the `sglang` facts:
+    version, sets (the variable), arch_list (what to write so both import orders agree; None when GPUs disagree
+    or SGLang does not set it), workers (one per distinct compute capability: arch_list, target_archs,
+    cache_dir, accepted, error, same_workspace), orders_agree, notes."""
+    var, note = sets(version)
+    res = {"version": version, "sets": var, "arch_list": None, "workers": [], "orders_agree": True, "notes": [note] if note else []}
+    if var == "TORCH_CUDA_ARCH_LIST":
+        res["notes"].append("sglang %s sets TORCH_CUDA_ARCH_LIST only: FlashInfer's own arch list holds in its workers" % version)
+    if var == "FLASHINFER_CUDA_ARCH_LIST" and not _enabled(env):
+        res["notes"].append("SGLANG_IS_FLASHINFER_AVAILABLE is off: set_cuda_arch leaves FlashInfer's arch list alone")
+    for cc in sorted(set(ccs or [])):
+        wenv = worker_env(version, env, cc)
+        if wenv is None:
+            continue
+        fi = predict(wenv, [cc])
+        same = bool(unit and fi.get("cache_dir") and fi.get("cache_dir") == unit.get("cache_dir"))
+        res["workers"].append(
+            {
+                "compute_capability": cc,
+                "arch_list": wenv["FLASHINFER_CUDA_ARCH_LIST"],
+                "target_archs": fi.get("target_archs") or [],
+                "cache_dir": fi.get("cache_dir"),
+                "accepted": bool(fi.get("accepted")),
+                "error": fi.get("error"),
+                "same_workspace": same,
+            }
+        )
+    lists = sorted({w["arch_list"] for w in res["workers"]})
+    if len(lists) == 1:
+        res["arch_list"] = lists[0]
+    elif len(lists) > 1:
+        res["notes"].append(
+            "GPUs of compute capabilities %s get different lists from SGLang (%s): no one unit environment matches every worker"
+            % (", ".join(w["compute_capability"] for w in res["workers"]), ", ".join(lists))
+        )
+    res["orders_agree"] = all(w["same_workspace"] and w["accepted"] for w in res["workers"])
+    return res
+
+
+def service_arch_list(own, sglang, override=""):
+    """(FLASHINFER_CUDA_ARCH_LIST to write, error): SGLang's value when the venv's SGLang sets one (so both
+    import orders land in one workspace), else FlashInfer's own; an override that disagrees with SGLang's
+    value is refused (error names sglang_service_arch_list)."""
+    wanted = (sglang or {}).get("arch_list")
+    refused = [w for w in (sglang or {}).get("workers") or [] if not w.get("accepted")]
+    if wanted and refused and not override:
+        return None, "FlashInfer in SGLang %s's workers would not accept FLASHINFER_CUDA_ARCH_LIST=%r: %s" % (
+            sglang.get("version"),
+            wanted,
+            "; ".join("CC %s: %s" % (w.get("compute_capability"), w.get("error") or "not accepted") for w in refused),
+        )
+    if override:
+        if wanted and override.split() != wanted.split():
+            return None, (
+                "sglang_service_arch_list=%r disagrees with SGLang %s, which sets FLASHINFER_CUDA_ARCH_LIST=%r in its workers: "
+                "a worker importing FlashInfer after that would use another JIT workspace than the one warmed. "
+                "Allowed: %r, or leave sglang_service_arch_list empty" % (override, sglang.get("version"), wanted, wanted)
+            )
+        return override, None
+    return (wanted or own), None
