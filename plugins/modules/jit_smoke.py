@@ -115,7 +115,7 @@ steps:
   sample:
     compile: {ok: true, seconds: 1.9, archs: [sm_120a], nvcc: /usr/local/cuda-13.0/bin/nvcc, cuda_home: /usr/local/cuda-13.0}
     launch: {launched: false, ok: null, reason: no GPU device node (/dev/nvidia0)}
-    warm: {modules: [{name: sampling, compiled: true, seconds: 86.2}], cache_dir: /var/cache/sglang/.cache/flashinfer/0.7.2.post1/120a}
+    warm: {modules: [{name: sampling, compiled: true, seconds: 86.2}], cache_dir: /var/cache/sglang/jit/2c26817414e442ed/.cache/flashinfer/0.7.2.post1/120a}
 launched:
   description: Whether a kernel ran on a GPU.
   returned: always

@@ -101,7 +101,8 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     left = run("ls /opt/sglang/venvs").split()
     assert os.path.basename(good) in left and len(left) == 2 and not set(venvs) - {os.path.basename(good)} & set(left), (venvs, left)
     # the service role's account phase (for the last good venv; no venv switch, no validation) removes B's workspace
-    rc, out, _recap = playbook("--tags", "sglang_service_facts,sglang_service_account", extra_vars={"sglang_service_venv": good})
+    tags = "sglang_service_preflight,sglang_service_facts,sglang_service_account"
+    rc, out, _recap = playbook("--tags", tags, extra_vars={"sglang_service_venv": good})
     assert rc == 0 and "Remove the JIT workspaces of venvs that are gone" in out, out[-4000:]
     assert run("ls /var/cache/sglang/jit").split() == [os.path.basename(good)]
     assert run("test -e %s/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so && echo warm" % ws_good).strip() == "warm"
