@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules
 
-from .conftest import BIN, CACHE, NVIDIA_SMI_DOUBLE, ROOT, ansible_module
+from .conftest import BIN, CACHE, NVIDIA_SMI_DOUBLE, ROOT, _python311, ansible_module
 
 
 def double(tmp_path, **cfg):
@@ -125,8 +125,10 @@ def sglang_venv(tmp_path_factory):
     wheels = subprocess.run(
         [os.path.join(ROOT, "tests", "fixtures", "lab", "build_wheelhouse.sh"), CACHE], capture_output=True, text=True, check=True
     ).stdout.strip()
+    python = _python311()  # the wheel is cp311 (Debian 12's python3), whatever python3 is first on PATH
+    assert python, "the sglang wheel needs Python 3.11"
     venv = tmp_path_factory.mktemp("sglang") / "venv"
-    subprocess.run(["python3", "-m", "venv", str(venv)], check=True)
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-index", "--no-deps", "--no-compile"]
     subprocess.run([*pip, "--find-links", wheels, "sglang==0.5.23"], check=True)
     return venv
