@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer_rules import release_tuple
+
 # (first version, last version read, the variable set_cuda_arch writes)
 RULES = (
     ((0, 4, 10), (0, 5, 4), "TORCH_CUDA_ARCH_LIST"),
@@ -30,19 +32,12 @@ RULES = (
 )
 VERIFIED_UP_TO = (0, 5, 23)
 WORKSPACE_DEFAULT_FROM = (0, 5, 19)
-_RELEASE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 _CC = re.compile(r"^(\d+)\.(\d+)$")
-
-
-def release(version):
-    """'0.5.23.post1' -> (0, 5, 23); None when it is not a version."""
-    m = _RELEASE.match(str(version or ""))
-    return tuple(int(g or 0) for g in m.groups()) if m else None
 
 
 def sets(version):
     """The variable SGLang `version`'s set_cuda_arch writes (None: none), and a note when not read."""
-    rel = release(version)
+    rel = release_tuple(version)
     if rel is None:
         return None, "sglang %r is not a version: no set_cuda_arch modelled" % (version,)
     if rel < RULES[0][0]:
@@ -78,7 +73,7 @@ def worker_env(version, env, cc):
         return None
     out = dict(env or {})
     out["FLASHINFER_CUDA_ARCH_LIST"] = worker_arch_list(cc)
-    if "FLASHINFER_WORKSPACE_BASE" not in out and release(version) >= WORKSPACE_DEFAULT_FROM:
+    if "FLASHINFER_WORKSPACE_BASE" not in out and release_tuple(version) >= WORKSPACE_DEFAULT_FROM:
         out["FLASHINFER_WORKSPACE_BASE"] = out.get("SGLANG_CACHE_DIR") or "%s/.cache/sglang" % out.get("HOME", "~")
     return out
 
