@@ -2,7 +2,7 @@
 # `make test`: every check, each stage timed (tools/stage.sh, $BLACKWELL_TIMINGS); pytest comes last, so
 # the run ends with pytest's summary, after the table of stage timings.
 # The lab's cached artifacts (rootfs, apt mirror, wheelhouse, oracle venv; downloads and disk) are built
-# in the background while lint and sanity (CPU) run; pytest starts when both are done.
+# in the background while the toolchain installs and lint and sanity (CPU) run; pytest starts when all are done.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 export BLACKWELL_TIMINGS=${BLACKWELL_TIMINGS:-$PWD/tests/output/timings.tsv}
@@ -10,21 +10,30 @@ export BLACKWELL_TEST_START=${BLACKWELL_TEST_START:-$(date +%s)}
 mkdir -p "$(dirname "$BLACKWELL_TIMINGS")"
 rm -f "$BLACKWELL_TIMINGS"
 
-tools/stage.sh toolchain make --no-print-directory collection lab-deps || exit 1
-
+# The lab's host packages first (apt), then its cached artifacts (rootfs, apt mirror, wheelhouse: downloads
+# and disk, no toolchain needed) in the background while the toolchain installs and lint and sanity run;
+# the oracle venv (needs the toolchain's python to start its build) joins them once the toolchain is there.
+tools/stage.sh lab-deps make --no-print-directory lab-deps || exit 1
 log=tests/output/lab-cache.log
-tools/stage.sh lab-cache bash -c "tests/fixtures/lab/labctl.sh cache ${LAB_SUITE:-bookworm} && .venv/bin/python tests/integration/conftest.py" >"$log" 2>&1 &
+# (without the toolchain's venv on PATH: it is being created meanwhile, so its python3 may not have pip yet)
+PATH=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$PWD/.venv/bin" | paste -sd:) \
+  tools/stage.sh lab-cache tests/fixtures/lab/labctl.sh cache "${LAB_SUITE:-bookworm}" >"$log" 2>&1 &
 cache=$!
+tools/stage.sh toolchain make --no-print-directory collection || exit 1
+tools/stage.sh oracle-venv .venv/bin/python tests/integration/conftest.py >>"$log" 2>&1 &
+oracle=$!
 tools/stage.sh lint make --no-print-directory lint
 lint=$?
 tools/stage.sh sanity make --no-print-directory sanity
 sanity=$?
-if ! wait "$cache"; then
-  echo "building the lab cache failed ($log):"
-  tail -30 "$log"
-  exit 1
-fi
-tail -1 "$log"
+for job in "$cache" "$oracle"; do
+  if ! wait "$job"; then
+    echo "building the lab cache failed ($log):"
+    tail -30 "$log"
+    exit 1
+  fi
+done
+grep '^lab cache ready' "$log" | tail -1
 [ "$lint" = 0 ] && [ "$sanity" = 0 ] || exit 1
 
 # Two workers (pytest-xdist, a file at a time, in the order of tests/conftest.py, not by test count): the

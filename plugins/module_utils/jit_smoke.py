@@ -37,19 +37,43 @@ int main() {
 # service environment as JSON on stdin, so the build sees exactly the service's environment (any
 # difference would make ninja rebuild at service start).
 WARM_SCRIPT = r"""
-import json, os, subprocess, sys, time
+import json, os, sys, time
 os.environ.update(json.load(sys.stdin))
 GENS = {"sampling": "flashinfer.jit.sampling:gen_sampling_module"}
-# Loading runs in a child: a damaged library (e.g. truncated) kills the loader with SIGBUS.
-CHILD = ("import sys; mod, func = sys.argv[1].split(':'); "
-         "spec = getattr(__import__(mod, fromlist=[func]), func)(); "
-         "(spec.load if hasattr(spec, 'load') else spec.build_and_load)()")
+# Loading runs in a forked child: a damaged library (e.g. truncated) kills the loader with SIGBUS, not
+# this process; the fork shares the imports already made (no second torch import).
 def loads(name):
-    p = subprocess.run([sys.executable, "-c", CHILD, GENS[name]], capture_output=True, text=True)
-    if p.returncode == 0:
+    sys.stdout.flush()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        code = 0
+        try:
+            mod, func = GENS[name].split(":")
+            spec = getattr(__import__(mod, fromlist=[func]), func)()
+            (spec.load if hasattr(spec, "load") else spec.build_and_load)()
+        except BaseException as exc:
+            os.write(w, ("%s: %s" % (type(exc).__name__, exc)).encode()[-2000:])
+            code = 1
+        os._exit(code)
+    os.close(w)
+    chunks = []
+    while True:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(r)
+    status = os.waitpid(pid, 0)[1]
+    if os.WIFSIGNALED(status):
+        return "killed by signal %d" % os.WTERMSIG(status)
+    if os.WEXITSTATUS(status) == 0:
         return None
-    lines = p.stderr.strip().splitlines()
-    return lines[-1] if lines and p.returncode > 0 else "killed by signal %d" % -p.returncode
+    return b"".join(chunks).decode(errors="replace").strip() or "the loader exited with %d" % os.WEXITSTATUS(status)
 out = {"modules": [], "error": None, "gpu_run": None}
 try:
     import flashinfer
