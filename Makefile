@@ -36,12 +36,14 @@ help:
 	@echo "make bench-site - site.yml no-op and --tags verify on the lab host against a baseline play"
 	@echo "make docs   - role READMEs from meta/argument_specs.yml, CHANGELOG.rst from changelogs/"
 
+# --no-compile: the tools compile only the modules they import, on first use (the `ansible` package alone is
+# thousands of files that no check imports)
 $(BIN)/.installed: requirements.txt
 	@mkdir -p $(PIP_CACHE_DIR)
 	@[ -n "$(PYTHON)" ] || { echo "no Python >= 3.12 found (set PYTHON=...)"; exit 1; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
 	@touch $@
 
 venv: $(BIN)/.installed

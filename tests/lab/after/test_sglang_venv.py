@@ -12,6 +12,9 @@ import subprocess
 from ..conftest import ROOT, on_host_until, playbook, playbook_command
 
 LAB_SET = ["flashinfer-python==0.7.4", "torch==2.13.0"]
+# The venvs these tests build are checked and switched, never started by the service: without bytecode they
+# build in a third of the time (the default, with bytecode, is the converged venv's: test_built_from_...)
+QUICK = {"sglang_venv_bytecode": False}
 
 
 def only_current(run):
@@ -34,6 +37,7 @@ def test_built_from_the_wheelhouse_and_checked(host, run):
     assert current(run) == "/opt/sglang/venvs/" + m["hash"]
     assert host.run("/opt/sglang/current/bin/python -m pip check").rc == 0
     assert "sglang venv switched to /opt/sglang/venvs/%s" % m["hash"] in run("journalctl -t blackwell-inference --no-pager")
+    assert run("find /opt/sglang/current/lib/python3*/site-packages/flashinfer/ -name '*.pyc' | head -1").strip()  # compiled at build time
 
 
 def test_rerun_changes_nothing_and_runs_no_pip(run):
@@ -51,10 +55,11 @@ def test_rerun_changes_nothing_and_runs_no_pip(run):
 def test_changed_pin_builds_a_new_venv_and_switches_after_its_check(run):
     only_current(run)
     old = current(run)
-    rc, out, recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": [*LAB_SET, "tabulate==0.9.0"]})
+    rc, out, recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": [*LAB_SET, "tabulate==0.9.0"], **QUICK})
     assert rc == 0 and recap["changed"] > 0, out[-3000:]
     new = current(run)
-    assert new != old and meta(run, new)["versions"]["flashinfer-python"] == "0.7.4"
+    assert new != old and meta(run, new)["versions"]["flashinfer-python"] == "0.7.4" and meta(run, new)["inputs"]["bytecode"] is False
+    assert run("find %s/lib/python3*/site-packages/flashinfer/ -name '*.pyc' | head -1" % new).strip() == ""  # pip --no-compile
     assert "tabulate==0.9.0" in run("%s/bin/python -m pip freeze" % new)
     assert run("test -d %s && echo kept" % old).strip() == "kept"  # the previous venv stays
 
@@ -81,7 +86,7 @@ def test_kill_9_during_a_build_then_rerun_recovers(host, run):
     only_current(run)
     old = current(run)
     reordered = list(reversed(LAB_SET))  # other inputs, so another venv
-    cmd, env = playbook_command("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": reordered})
+    cmd, env = playbook_command("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": reordered, **QUICK})
     bg = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # mid-install: pip runs and has put at least one package (other than itself) into the new venv
@@ -97,7 +102,7 @@ def test_kill_9_during_a_build_then_rerun_recovers(host, run):
     finally:
         bg.kill()
     assert current(run) == old
-    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": reordered})
+    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_packages": reordered, **QUICK})
     assert rc == 0, out[-3000:]
     new = current(run)
     assert new != old and meta(run, new)["inputs"]["requirements"] == reordered
@@ -126,7 +131,7 @@ def test_lock_file_with_hashes_and_a_patch(run, tmp_path):
     lock = tmp_path / "requirements.lock"
     lock.write_text("\n".join(sorted(lines)) + "\n")
     patch = os.path.join(ROOT, "tests", "fixtures", "lab", "patches", "flashinfer-marker.patch")
-    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_lock_file": str(lock), "sglang_venv_patches": [patch]})
+    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_lock_file": str(lock), "sglang_venv_patches": [patch], **QUICK})
     assert rc == 0, out[-3000:]
     new = current(run)
     m = meta(run, new)
@@ -136,5 +141,5 @@ def test_lock_file_with_hashes_and_a_patch(run, tmp_path):
     assert "--require-hashes" not in run("cat %s/requirements.lock" % new) and run("test -f %s/requirements.lock && echo y" % new).strip() == "y"
     assert "BLACKWELL_LAB_PATCHED = True" in run("cat %s/lib/python3*/site-packages/flashinfer/__init__.py" % new)
     # the patch is applied once: a rerun changes nothing
-    rc, out, recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_lock_file": str(lock), "sglang_venv_patches": [patch]})
+    rc, out, recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_lock_file": str(lock), "sglang_venv_patches": [patch], **QUICK})
     assert rc == 0 and recap["changed"] == 0, out[-3000:]
