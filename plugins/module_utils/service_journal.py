@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.blackwell.inference.plugins.module_utils.nvidia_smi import driver_cuda_version
+
 # (name, pattern, cause, fix); the fix may use {cuda} (the effective CUDA version, or "its CUDA")
 KNOWN = (
     (
@@ -57,12 +59,6 @@ def journal_argv(unit, since_usec=None, lines=400):
     return argv
 
 
-def _driver_cuda(found):
-    """torch's `found version 12080` -> '12.8' (the driver's CUDA version, 1000*major + 10*minor)."""
-    value = int(found)
-    return "%d.%d" % (value // 1000, value % 1000 // 10)
-
-
 def explain(text, cuda_version=None):
     """The known causes found in TEXT, in the order of KNOWN, each once:
     [{'name', 'cause', 'fix', 'line'}] where line is the first journal line that shows it."""
@@ -75,7 +71,8 @@ def explain(text, cuda_version=None):
             if not m:
                 continue
             groups = m.groupdict()
-            driver = " (the driver supports CUDA %s)" % _driver_cuda(groups["found"]) if groups.get("found") else ""
+            # torch's "found version" is cuDriverGetVersion's integer (12080 = 12.8)
+            driver = " (the driver supports CUDA %s)" % driver_cuda_version(None, int(groups["found"]))[0] if groups.get("found") else ""
             found.append({"name": name, "cause": cause.format(cuda=cuda, driver=driver), "fix": fix, "line": line.strip()[:300]})
             break
     return found
