@@ -54,5 +54,25 @@ def gave_up(props, restarts_before, crash_limit):
 
 def failure(url, timeout, seconds, status, props, reason):
     """The message of a wait that ended without an answer."""
-    head = "did not answer %s within %d s" % (url, timeout) if not reason else "did not answer %s: %s after %.0f s" % (url, reason, seconds)
+    if timeout <= 0:  # one look, no wait
+        head = "does not answer %s%s" % (url, ": " + reason if reason else "")
+    elif reason:
+        head = "did not answer %s: %s after %.0f s" % (url, reason, seconds)
+    else:
+        head = "did not answer %s within %d s" % (url, timeout)
     return "%s (last status %s; systemd: %s)" % (head, status, describe(props))
+
+
+def start_argv(unit):
+    """systemctl's argument list for when the unit's main process last started (unix seconds: `@1764597600`)."""
+    return ["systemctl", "show", unit, "--timestamp=unix", "-p", "ExecMainStartTimestamp"]
+
+
+def parse_start(stdout):
+    """`ExecMainStartTimestamp=@1764597600` -> microseconds since the epoch; None when it never started (empty value)."""
+    for line in stdout.splitlines():
+        key, _sep, value = line.partition("=")
+        if key.strip() == "ExecMainStartTimestamp":
+            value = value.strip().lstrip("@")
+            return int(float(value) * 1000000) if value.replace(".", "", 1).isdigit() else None
+    return None

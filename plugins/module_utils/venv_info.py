@@ -80,3 +80,24 @@ def torch_info(site_dirs):
                 version, cuda = parse_torch_version_py(fh.read())
             return {"version": version, "cuda": cuda}
     return None
+
+
+_PIP_CHECK_LINE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*) (?P<version>\S+) (?:requires|has requirement|is not supported)\b")
+
+
+def pip_check_problems(stdout, no_deps=()):
+    """`pip check`'s problems that count: every line, except those of a distribution installed without its
+    dependencies on purpose (`no_deps`: requirements or names; its own requirements are its operator's business, a
+    problem of another distribution with it still counts). Returns (kept lines, number of lines set aside)."""
+    skip = {normalize_name(re.split(r"[\[=<>!~; ]", str(r).strip(), maxsplit=1)[0]) for r in no_deps or () if str(r).strip()}
+    kept, skipped = [], 0
+    for raw in (stdout or "").splitlines():
+        line = raw.strip()
+        if not line or line == "No broken requirements found.":
+            continue
+        m = _PIP_CHECK_LINE.match(line)
+        if m and normalize_name(m.group("name")) in skip:
+            skipped += 1
+        else:
+            kept.append(line)
+    return kept, skipped

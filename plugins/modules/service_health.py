@@ -14,6 +14,9 @@ description:
   - Between tries it reads the state of O(unit) from systemd. A unit that is failed or dead and not about to be
     restarted, or that crashed O(crash_limit) times since the wait began, will never answer, so the wait ends there
     (seconds, not the whole timeout) and the failure says why, in systemd's words.
+  - When the wait fails and O(unit) is given, the unit's journal since its last start is read for the causes this fleet
+    has met (FlashInfer's empty arch set or CUDA gate, a JIT build without C(curand.h), an OOM kill, a driver older
+    than torch's CUDA); each one found is named in the message with its journal line and its fix.
   - Read-only; C(changed) is always false. It also waits in check mode (nothing is changed by asking).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
@@ -41,6 +44,17 @@ options:
     description: Restarts of O(unit) during the wait after which it is a crash loop; 0 never gives up on restarts.
     type: int
     default: 3
+  must_answer:
+    description:
+      - Whether no answer fails the task. V(false) returns the same result (C(answered) false, C(msg), C(causes)) without
+        failing, for a read-only look at a service (O(timeout=0) asks once).
+    type: bool
+    default: true
+  cuda_version:
+    description:
+      - The CUDA version FlashInfer computes in the unit's environment (cuda_facts), named in the explanation of a
+        failure whose journal shows FlashInfer's CUDA gate.
+    type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -63,6 +77,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+answered:
+  description: Whether the endpoint answered HTTP 200.
+  returned: always
+  type: bool
+msg:
+  description: Why it did not answer (the unit's state, the known causes from its journal).
+  returned: when it did not answer
+  type: str
 status:
   description: HTTP status of the last try (-1 when nothing answered).
   returned: always
@@ -79,6 +101,17 @@ gave_up:
   description: Why the wait ended before the timeout (the unit died or crash-looped), or null.
   returned: always
   type: str
+causes:
+  description: The known causes found in the unit's journal since its last start (C(name), C(cause), C(fix), C(line)).
+  returned: when the wait failed and unit is given
+  type: list
+  elements: dict
+  sample: [{name: flashinfer_no_arch, line: "RuntimeError: FlashInfer requires GPUs with sm75 or higher",
+            cause: "FlashInfer found no target arch: ...", fix: "point the unit at CUDA >= 12.9 ..."}]
+journal_error:
+  description: The command (C(cmd), C(rc), C(stdout), C(stderr)) that could not read the unit's journal.
+  returned: when the journal could not be read
+  type: dict
 """
 
 import time
@@ -88,6 +121,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health
+from ansible_collections.blackwell.inference.plugins.module_utils import service_journal as journal
 
 
 def ask(url, timeout):
@@ -109,6 +143,8 @@ def main():
             "interval": {"type": "float", "default": 2},
             "request_timeout": {"type": "int", "default": 5},
             "crash_limit": {"type": "int", "default": 3},
+            "must_answer": {"type": "bool", "default": True},
+            "cuda_version": {"type": "str"},
         },
         supports_check_mode=True,
     )
@@ -129,15 +165,33 @@ def main():
         status = ask(p["url"], p["request_timeout"])
         seconds = round(time.monotonic() - start, 1)
         if status == 200:
-            module.exit_json(changed=False, status=status, seconds=seconds, unit_state=unit_state(), gave_up=None)
+            module.exit_json(changed=False, answered=True, status=status, seconds=seconds, unit_state=unit_state(), gave_up=None)
         props = unit_state()
         reason = health.gave_up(props, restarts_before, p["crash_limit"])
         if reason or seconds >= p["timeout"]:
             break
         time.sleep(min(p["interval"], max(0.0, p["timeout"] - seconds)))
-    module.fail_json(
-        msg=health.failure(p["url"], p["timeout"], seconds, status, props, reason), status=status, seconds=seconds, unit_state=props, gave_up=reason
-    )
+    msg, extra = health.failure(p["url"], p["timeout"], seconds, status, props, reason), {}
+    if p["unit"]:
+        extra = explain_failure(module, p["unit"], p["cuda_version"])
+        if extra["causes"]:
+            msg += "; its journal says why: " + journal.summary(extra["causes"])
+    result = dict(msg=msg, answered=False, status=status, seconds=seconds, unit_state=props, gave_up=reason, **extra)
+    if p["must_answer"]:
+        module.fail_json(**result)
+    module.exit_json(changed=False, **result)
+
+
+def explain_failure(module, unit, cuda_version):
+    """The known causes in the unit's journal since its last start (what journalctl keeps, when it never started).
+    A journal that cannot be read does not hide the failure being reported: its command's rc/stderr come along."""
+    out = ""
+    for step in ("start", "journal"):
+        argv = health.start_argv(unit) if step == "start" else journal.journal_argv(unit, health.parse_start(out))
+        rc, out, err = module.run_command(argv)
+        if rc != 0:
+            return {"causes": [], "journal_error": {"cmd": argv, "rc": rc, "stdout": out[-2000:], "stderr": err[-2000:]}}
+    return {"causes": journal.explain(out, cuda_version)}
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ WRONG_VALUES = {
     "sglang_venv_root": ["opt/sglang", "/"],
     "sglang_venv_python": [""],
     "sglang_venv_packages": [[], ["sglang>=0.5"]],
+    "sglang_venv_packages_no_deps": [["sglang>=0.5"], ["flashinfer-python==0.7.4"]],  # unpinned; also in sglang_venv_packages
     "sglang_venv_keep": [1],  # a rollback needs the previous venv
     "sglang_venv_build_timeout": [0],
     "sglang_venv_lock_file": ["/nonexistent/lock.txt"],
@@ -75,6 +76,7 @@ RELATED = {
     "cuda_toolkit_default": {"cuda_toolkit_versions"},
     "sglang_service_model_path": {"sglang_service_command"},
     "sglang_service_command": {"sglang_service_model_path"},
+    "sglang_venv_packages_no_deps": {"sglang_venv_packages", "sglang_venv_lock_file"},
 }
 
 

@@ -158,6 +158,30 @@ def test_truncated_jit_module_is_rebuilt_at_boot_before_the_service_starts(run):
     serving(run)
 
 
+def test_oom_killed_service_is_explained_from_its_journal_and_the_last_good_state_is_put_back(run):
+    """A real kernel OOM kill: a memory limit planted beside the role's drop-in (as a memory-hungry neighbour or a
+    tight slice would leave the service) under which SGLang's worker cannot import torch. The health wait ends on the
+    failed unit and its message names the cause, read from the journal since the unit's last start, with the fix."""
+    plant = "/etc/systemd/system/%s.d/90-lab-memory.conf" % UNIT
+    pid = serving(run)
+    run("printf '[Service]\\nMemoryMax=160M\\nMemorySwapMax=0\\n' > %s && systemctl daemon-reload" % plant)
+    try:
+        rc, out, _recap = playbook(extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}})  # revalidate and restart
+        no_traceback(out)
+        flat = " ".join(out.split())
+        # the fault hit: the kernel killed a process of the restarted unit (systemd's own words in its journal)
+        assert "killed by the OOM killer" in run("journalctl -u %s --no-pager -o cat | tail -n 100" % UNIT)
+        assert rc != 0 and "Result=oom-kill" in flat, flat[-4000:]
+        assert "its journal says why: the kernel's OOM killer killed the service (host memory, not GPU memory)" in flat, flat[-4000:]
+        assert "fix: free host memory" in flat and "restored the last good state of" in out
+        m = marker(run)
+        assert not m["ready"] and "OOM killer" in m["reason"]
+    finally:
+        run("rm -f %s && systemctl daemon-reload" % plant)
+    converges()  # the planted limit gone: revalidated, restarted, ready
+    assert marker(run)["ready"] and serving(run) != pid
+
+
 # -- the GPUs and the driver (nvidia-smi double) ----------------------------------------------------
 
 

@@ -59,7 +59,12 @@ def test_play_killed_during_the_toolkit_install(run):
 def test_play_killed_during_the_venv_build(run):
     pid, current = serving(run), run("readlink /opt/sglang/current").strip()
     # without bytecode (a third of the build: the service, run as root, writes what it imports on first use)
-    pins = {"sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"], "sglang_venv_bytecode": False}
+    pins = {
+        "sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"],
+        "sglang_venv_packages_no_deps": [],  # FlashInfer alone in this venv (no SGLang layer)
+        "sglang_venv_check_imports": ["flashinfer", "torch"],
+        "sglang_venv_bytecode": False,
+    }
     kill_play_when(run, "TASK [blackwell.inference.sglang_venv : Install the pinned packages", "[b]in/python -m pip install", extra_vars=pins, settle=False)
     assert run("readlink /opt/sglang/current").strip() == current and serving(run) == pid
     assert marker(run)["ready"]

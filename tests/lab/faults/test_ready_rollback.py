@@ -33,7 +33,12 @@ BAD_FLAG = {"sglang_service_command": [*LAB_COMMAND, "--no-such-flag"], "sglang_
 # a server that starts and never answers (a hung model load): the health wait runs until its timeout
 HANG = {"sglang_service_command": ["/opt/sglang/current/bin/python", "-c", "import time; time.sleep(86400)"], "sglang_service_health_timeout": 120}
 NCCL = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
-PINS_B = ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"]
+# FlashInfer + torch (no SGLang layer) and one more pin: another venv, built and checked
+PINS_B = {
+    "sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"],
+    "sglang_venv_packages_no_deps": [],
+    "sglang_venv_check_imports": ["flashinfer", "torch"],
+}
 CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include/curand.h"
 
 
@@ -69,7 +74,7 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     assert m0["ready"] and before[1].strip() == good
     nothing_lost(run, m0["last_good"])
     # a new venv B (passes its own check) and a launch flag the server refuses: the smoke passes, health does not
-    rc, out, _recap = playbook("--tags", "sglang_venv,sglang_service", extra_vars=dict(BAD_FLAG, sglang_venv_packages=PINS_B))
+    rc, out, _recap = playbook("--tags", "sglang_venv,sglang_service", extra_vars=dict(BAD_FLAG, **PINS_B))
     no_traceback(out)
     assert the_bad_flag_was_refused(run), "the fault did not hit: the server never ran with the bad flag"
     flat = " ".join(out.split())
@@ -91,7 +96,7 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     assert "state: not validated (last good state: %s of %s)" % (good, m0["last_good"]["time"]) in out
     # prune after the failed rollout, keep 2, towards a third venv C (a small one: its own check is all it needs to
     # pass): C and the last good one stay, B goes
-    pins_c = {"sglang_venv_packages": ["tabulate==0.9.0"], "sglang_venv_check_imports": ["tabulate"], "sglang_venv_keep": 2}
+    pins_c = {"sglang_venv_packages": ["tabulate==0.9.0"], "sglang_venv_packages_no_deps": [], "sglang_venv_check_imports": ["tabulate"], "sglang_venv_keep": 2}
     venvs = run("ls /opt/sglang/venvs").split()
     assert len(venvs) == 2 and os.path.basename(good) in venvs
     workspaces = run("ls /var/cache/sglang/jit").split()
@@ -105,7 +110,7 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     rc, out, _recap = playbook("--tags", tags, extra_vars={"sglang_service_venv": good})
     assert rc == 0 and "Remove the JIT workspaces of venvs that are gone" in out, out[-4000:]
     assert run("ls /var/cache/sglang/jit").split() == [os.path.basename(good)]
-    assert run("test -e %s/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so && echo warm" % ws_good).strip() == "warm"
+    assert run("test -e %s/.cache/flashinfer/0.7.4/120a/cached_ops/sampling/sampling.so && echo warm" % ws_good).strip() == "warm"
     # (a rerun of a host marked not ready revalidates and is READY: test_play_killed_after_the_restart_then_the_next_run_is_ready)
 
 

@@ -56,3 +56,32 @@ def test_failure_names_the_timeout_or_the_reason_and_the_unit_state():
     assert sh.failure("http://h/health", 900, 2.6, 503, props, "the unit is failed and will not be restarted").startswith(
         "did not answer http://h/health: the unit is failed and will not be restarted after 3 s (last status 503; systemd: ActiveState=failed"
     )
+
+
+def test_start_argv_asks_for_unix_time():
+    assert sh.start_argv("sglang-k26.service") == ["systemctl", "show", "sglang-k26.service", "--timestamp=unix", "-p", "ExecMainStartTimestamp"]
+
+
+@pytest.mark.parametrize(
+    "stdout,usec",
+    [
+        # systemd 252 (Debian 12), a unit that ran / one that never started
+        ("ExecMainStartTimestamp=@1764597600\n", 1764597600000000),
+        ("ExecMainStartTimestamp=\n", None),
+        ("ExecMainStartTimestamp=@1764597600.25\n", 1764597600250000),
+        ("", None),
+        # a systemd without --timestamp=unix prints its local time: no filter, not a wrong one
+        ("ExecMainStartTimestamp=Tue 2026-12-01 13:20:00 UTC\n", None),
+    ],
+)
+def test_parse_start(stdout, usec):
+    assert sh.parse_start(stdout) == usec
+
+
+def test_failure_of_a_single_look():
+    props = sh.parse_show(FAILED)
+    assert sh.failure("http://h/health", 0, 0.1, -1, props, "the unit is failed and will not be restarted") == (
+        "does not answer http://h/health: the unit is failed and will not be restarted (last status -1; systemd: "
+        "ActiveState=failed SubState=failed Result=exit-code ExecMainStatus=2 NRestarts=0)"
+    )
+    assert sh.failure("http://h/health", 0, 0.1, 503, {}, None) == "does not answer http://h/health (last status 503; systemd: no state)"

@@ -62,3 +62,40 @@ def test_not_a_venv(tmp_path, setup, message):
         (path / "pyvenv.cfg").write_text("")
     with pytest.raises(vi.VenvError, match=message):
         vi.check_venv(str(path))
+
+
+# pip 23.2.1's `pip check` in a venv with sglang 0.5.23 installed --no-deps beside the lab's CPU torch.
+PIP_CHECK_SGLANG_NODEPS = """sglang 0.5.23 requires anthropic, which is not installed.
+sglang 0.5.23 requires blobfile, which is not installed.
+sglang 0.5.23 has requirement apache-tvm-ffi==0.1.11, but you have apache-tvm-ffi 0.1.15.post2.
+sglang 0.5.23 has requirement flashinfer_python[cu13]==0.7.2, but you have flashinfer-python 0.7.4.
+sglang 0.5.23 has requirement torch==2.14.1, but you have torch 2.13.0+cpu.
+"""
+PIP_CHECK_OTHERS = """pydantic 2.14.4 requires annotated-types, which is not installed.
+torch 2.13.0+cpu has requirement setuptools>=77.0.3, but you have setuptools 65.5.0.
+"""
+
+
+@pytest.mark.parametrize(
+    "stdout,no_deps,kept,skipped",
+    [
+        ("No broken requirements found.\n", [], [], 0),
+        (PIP_CHECK_SGLANG_NODEPS, [], PIP_CHECK_SGLANG_NODEPS.splitlines(), 0),
+        (PIP_CHECK_SGLANG_NODEPS, ["sglang==0.5.23"], [], 5),
+        (PIP_CHECK_SGLANG_NODEPS, ["SGLang"], [], 5),
+        # another distribution's problems still count, also when they name the no-deps one
+        (PIP_CHECK_SGLANG_NODEPS + PIP_CHECK_OTHERS, ["sglang==0.5.23"], PIP_CHECK_OTHERS.splitlines(), 5),
+        (
+            "sgl-kernel 0.4.10 has requirement sglang==0.5.22, but you have sglang 0.5.23.\n",
+            ["sglang==0.5.23"],
+            ["sgl-kernel 0.4.10 has requirement sglang==0.5.22, but you have sglang 0.5.23."],
+            0,
+        ),
+        # names normalize both ways (flashinfer_python / flashinfer-python), extras are not part of the name
+        ("flashinfer-python 0.7.4 requires ninja, which is not installed.\n", ["flashinfer_python[cu13]==0.7.4"], [], 1),
+        ("torch 2.13.0 is not supported on this platform\n", ["torch==2.13.0"], [], 1),
+        ("something pip never said\n", ["sglang==0.5.23"], ["something pip never said"], 0),
+    ],
+)
+def test_pip_check_problems(stdout, no_deps, kept, skipped):
+    assert vi.pip_check_problems(stdout, no_deps) == (kept, skipped)

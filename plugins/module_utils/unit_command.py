@@ -1,0 +1,114 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The command an existing unit runs, read from its files, and the command the role's drop-in gives it.
+
+In drop-in mode the unit's own ExecStart (its flags: --tp, --attention-backend, speculative decoding...) is kept and
+only its interpreter moves to the managed venv, unless the variables give a command. Pure: the caller reads the unit's
+fragment and drop-ins (in systemd's order, the role's own drop-in left out)."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+_PREFIXES = "-@:+!|"
+_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"', "'": "'", "s": " "}
+_VENV_BIN = re.compile(r"^(?P<venv>/.+)/bin/(?P<exe>[^/]+)$")
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+
+
+class UnitCommandError(ValueError):
+    pass
+
+
+def split_words(value):
+    """One ExecStart= value split into words with systemd's quoting ("..." and '...', C escapes); no specifier or
+    variable expansion (%% and $ stay as written)."""
+    words, word, quote, i, started = [], [], None, 0, False
+    while i < len(value):
+        c = value[i]
+        if c == "\\" and i + 1 < len(value):
+            nxt = value[i + 1]
+            if nxt in _ESCAPES:
+                word.append(_ESCAPES[nxt])
+                i += 2
+                started = True
+                continue
+        if quote:
+            if c == quote:
+                quote = None
+            else:
+                word.append(c)
+        elif c in "\"'":
+            quote, started = c, True
+        elif c.isspace():
+            if started:
+                words.append("".join(word))
+                word, started = [], False
+        else:
+            word.append(c)
+            started = True
+        i += 1
+    if quote:
+        raise UnitCommandError("unterminated %s quote in ExecStart=%s" % (quote, value))
+    if started:
+        words.append("".join(word))
+    return words
+
+
+def exec_start(files):
+    """The effective ExecStart of a Type=simple service from its files [(path, text)] in systemd's order: the last
+    assignment wins and an empty one resets. Returns (argv, path of the file that set it) or (None, None)."""
+    argv, source = None, None
+    for path, text in files:
+        section = None
+        lines = (text or "").replace("\\\n", " ").splitlines()
+        for raw in lines:
+            line = raw.strip()
+            if not line or line[0] in "#;":
+                continue
+            if line.startswith("["):
+                section = line.strip("[]").strip()
+                continue
+            key, sep, value = line.partition("=")
+            if section != "Service" or not sep or key.strip() != "ExecStart":
+                continue
+            value = value.strip()
+            if not value:
+                argv, source = None, path
+                continue
+            words = split_words(value.lstrip(_PREFIXES))
+            argv, source = (words, path) if words else (None, path)
+    return argv, source
+
+
+def unit_venv(argv):
+    """The directory whose bin/ the unit's command starts in (the caller checks it has pyvenv.cfg), or None."""
+    m = _VENV_BIN.match(argv[0]) if argv else None
+    return m.group("venv") if m else None
+
+
+def dropin_command(unit_argv, venv, variables_argv=None, unit_in_venv=True):
+    """The ExecStart the drop-in writes, and what it is made of.
+
+    - `variables_argv` (the role's command, when sglang_service_command or sglang_service_args are set): it; source
+      'variables', with the unit's own command as `old` for the summary;
+    - else the unit's own command with its interpreter (a venv's bin/python* or console script) moved to the same name
+      in `venv`, every flag kept; source 'unit';
+    - a unit whose command does not start in a venv's bin/ (`unit_in_venv`: the caller found no pyvenv.cfg in
+      unit_venv(unit_argv)) cannot be moved: UnitCommandError naming the variables.
+    Returns {'argv', 'source', 'old', 'replaced'} (replaced: the variables' command differs from the unit's)."""
+    if variables_argv:
+        argv = list(variables_argv)
+        return {"argv": argv, "source": "variables", "old": unit_argv, "replaced": bool(unit_argv) and list(unit_argv) != argv}
+    if not unit_argv:
+        raise UnitCommandError("the unit has no ExecStart to keep: set sglang_service_command or sglang_service_args")
+    m = _VENV_BIN.match(unit_argv[0])
+    if not m or not unit_in_venv:
+        raise UnitCommandError(
+            "the unit's ExecStart starts with %r, not a venv's bin/python or console script, so it cannot be moved to the "
+            "managed venv: set sglang_service_command" % unit_argv[0]
+        )
+    exe = "python" if _PYTHON.match(m.group("exe")) else m.group("exe")
+    argv = [posixpath.join(str(venv).rstrip("/"), "bin", exe), *unit_argv[1:]]
+    return {"argv": argv, "source": "unit", "old": unit_argv, "replaced": False}

@@ -1,0 +1,111 @@
+"""The unit's own command, read from its files, and the drop-in's command (flags kept, interpreter moved)."""
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as uc
+
+# ct200's unit as the seeds found it (molecule/default/templates/sglang-k26.service.j2 is the lab's copy)
+CT200 = """# ct200's unit before blackwell.inference
+[Unit]
+Description=SGLang serving Kimi-K2.6
+After=network-online.target
+
+[Service]
+Type=simple
+Environment=PATH=/usr/local/cuda/bin:/root/venv_sglang211/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ExecStart=/root/venv_sglang211/bin/python -m sglang.launch_server --model-path /models/Kimi-K2.6 \\
+    --tp 8 --attention-backend triton --sampling-backend flashinfer --host 0.0.0.0 --port 30000
+Restart=no
+
+[Install]
+WantedBy=multi-user.target
+"""
+CT200_ARGV = [
+    "/root/venv_sglang211/bin/python",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "/models/Kimi-K2.6",
+    "--tp",
+    "8",
+    "--attention-backend",
+    "triton",
+    "--sampling-backend",
+    "flashinfer",
+    "--host",
+    "0.0.0.0",  # noqa: S104 - ct200's unit as written
+    "--port",
+    "30000",
+]
+# a drop-in that resets ExecStart and sets an EAGLE-3 one, quoted the way the role's own drop-in quotes
+EAGLE = """[Service]
+ExecStart=
+ExecStart="/opt/eagle/bin/python" "-m" "sglang.launch_server" "--speculative-algorithm" "EAGLE3" "--chat-template" "a b\\"c"
+"""
+
+
+def test_exec_start_of_ct200_unit_with_a_continuation_line():
+    assert uc.exec_start([("/etc/systemd/system/sglang-k26.service", CT200)]) == (CT200_ARGV, "/etc/systemd/system/sglang-k26.service")
+
+
+def test_a_later_drop_in_resets_and_wins():
+    argv, src = uc.exec_start([("/u", CT200), ("/u.d/10-eagle.conf", EAGLE)])
+    assert src == "/u.d/10-eagle.conf"
+    assert argv == ["/opt/eagle/bin/python", "-m", "sglang.launch_server", "--speculative-algorithm", "EAGLE3", "--chat-template", 'a b"c']
+
+
+def test_reset_alone_leaves_none_and_other_sections_are_ignored():
+    assert uc.exec_start([("/u", CT200), ("/d", "[Service]\nExecStart=\n")]) == (None, "/d")
+    assert uc.exec_start([("/u", "[Unit]\nExecStart=/bin/false\n")]) == (None, None)
+
+
+@pytest.mark.parametrize(
+    "value,words",
+    [
+        ("-/usr/bin/python3 -m x", ["/usr/bin/python3", "-m", "x"]),  # prefixes are not part of the path
+        ("/bin/sh -c 'echo $$HOME %%h'", ["/bin/sh", "-c", "echo $$HOME %%h"]),  # no expansion here
+        ('/x "" y', ["/x", "", "y"]),
+        ("/x a\\ttab", ["/x", "a\ttab"]),
+    ],
+)
+def test_split_words(value, words):
+    assert uc.split_words(value.lstrip(uc._PREFIXES)) == words
+
+
+def test_unterminated_quote_is_an_error():
+    with pytest.raises(uc.UnitCommandError, match="unterminated"):
+        uc.split_words('/x "open')
+
+
+def test_dropin_keeps_the_units_flags_and_moves_the_interpreter():
+    out = uc.dropin_command(CT200_ARGV, "/opt/sglang/current")
+    assert out == {"argv": ["/opt/sglang/current/bin/python", *CT200_ARGV[1:]], "source": "unit", "old": CT200_ARGV, "replaced": False}
+    # python3.11 and a console script move by name
+    assert uc.dropin_command(["/srv/v/bin/python3.11", "-m", "sglang.launch_server"], "/opt/sglang/current")["argv"][0] == "/opt/sglang/current/bin/python"
+    assert uc.dropin_command(["/srv/v/bin/sglang", "serve"], "/opt/sglang/current/")["argv"] == ["/opt/sglang/current/bin/sglang", "serve"]
+
+
+def test_the_variables_command_wins_and_says_it_replaced_the_units():
+    mine = ["/opt/sglang/current/bin/python", "-m", "sglang.launch_server", "--model-path", "/models/K", "--tp", "4"]
+    out = uc.dropin_command(CT200_ARGV, "/opt/sglang/current", mine)
+    assert out == {"argv": mine, "source": "variables", "old": CT200_ARGV, "replaced": True}
+    assert uc.dropin_command(mine, "/opt/sglang/current", mine)["replaced"] is False  # the unit already runs it
+    assert uc.dropin_command(None, "/opt/sglang/current", mine)["replaced"] is False
+
+
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (None, "no ExecStart to keep: set sglang_service_command or sglang_service_args"),
+        (["run-sglang"], "not a venv's bin/python"),
+        (["/usr/local/bin/run-sglang.sh"], "not a venv's bin/python"),  # /usr/local has no pyvenv.cfg
+    ],
+)
+def test_a_command_that_cannot_be_kept_names_the_variable(argv, match):
+    with pytest.raises(uc.UnitCommandError, match=match):
+        uc.dropin_command(argv, "/opt/sglang/current", unit_in_venv=uc.unit_venv(argv) not in (None, "/usr/local"))
+
+
+def test_unit_venv():
+    assert uc.unit_venv(CT200_ARGV) == "/root/venv_sglang211"
+    assert uc.unit_venv(["python3", "-m", "x"]) is None and uc.unit_venv(None) is None
