@@ -82,6 +82,8 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     assert rc != 0 and cause in flat and "ActiveState=failed SubState=failed Result=exit-code ExecMainStatus=2" in flat, out[-4000:]
     waited = re.search(r"will not be restarted after (\d+) s", flat)
     assert int(waited.group(1)) < 60, "the wait did not end on the unit's failure: " + flat[-2000:]  # not its 600 s timeout
+    # the journal since that start was read (argparse's message is there) and names no known cause for a flag error
+    assert "its journal says why" not in flat
     assert "restored the last good state of" in out and "link /opt/sglang/current -> %s" % good in out
     # B warmed its own JIT workspace: the last good venv's stayed warm, so the rollback compiles nothing
     assert "its JIT cache re-warmed (nothing to compile); the previous service answers again" in flat, flat[-3000:]
