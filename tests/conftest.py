@@ -39,15 +39,15 @@ def _flush():
 # Seconds each lab file took on this machine kind (2 cores, a fresh run), a scheduling hint only: the lab
 # files are handed to the two workers longest first, so neither ends with a long file while the other idles.
 LAB_FILE_SECONDS = {
-    "tests/lab/faults/test_ready_rollback.py": 975,
-    "tests/lab/faults/test_faults_kill.py": 700,
-    "tests/lab/faults/test_ready_boot_lock.py": 425,
-    "tests/lab/after/test_sglang_venv.py": 400,
-    "tests/lab/faults/test_security.py": 395,
-    "tests/lab/faults/test_faults.py": 365,
-    "tests/lab/after/test_sglang_service.py": 240,
-    "tests/lab/faults/test_bad_variables.py": 90,
-    "tests/lab/after/test_cuda_toolkit.py": 63,
+    "tests/lab/faults/test_ready_rollback.py": 950,
+    "tests/lab/faults/test_ready_boot_lock.py": 600,
+    "tests/lab/faults/test_faults_kill.py": 600,
+    "tests/lab/faults/test_faults.py": 500,
+    "tests/lab/after/test_sglang_venv.py": 450,
+    "tests/lab/after/test_sglang_service.py": 330,
+    "tests/lab/faults/test_security.py": 300,
+    "tests/lab/faults/test_bad_variables.py": 100,
+    "tests/lab/after/test_cuda_toolkit.py": 80,
 }
 
 

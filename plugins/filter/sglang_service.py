@@ -55,5 +55,6 @@ class FilterModule:
             "sglang_service_needs_validation": needs_validation,
             "sglang_service_marker": _guard(sglang_service.marker),
             "sglang_service_rollback_note": sglang_service.rollback_note,
+            "sglang_service_last_good_policy": sglang_service.last_good_policy,
             "sglang_service_stale_workspaces": sglang_service.stale_workspaces,
         }

@@ -39,7 +39,7 @@ int main() {
 WARM_SCRIPT = r"""
 import json, os, sys, time
 os.environ.update(json.load(sys.stdin))
-GENS = {"sampling": "flashinfer.jit.sampling:gen_sampling_module"}
+GENS = {"sampling": "flashinfer.jit.sampling:gen_sampling_module", "quantization": "flashinfer.jit.quantization:gen_quantization_module"}
 # Loading runs in a forked child: a damaged library (e.g. truncated) kills the loader with SIGBUS, not
 # this process; the fork shares the imports already made (no second torch import).
 def loads(name):
@@ -109,7 +109,9 @@ print(json.dumps(out))
 sys.exit(1 if out["error"] else 0)
 """
 
-WARMABLE = ("sampling",)
+# FlashInfer JIT modules the warm-up knows: sampling (SGLang's sampler; a cold build is minutes of CPU) and
+# quantization (packbits, which FlashInfer's attention wrappers load for custom masks; about a minute of CPU)
+WARMABLE = ("sampling", "quantization")
 _ARCH_ENTRY = re.compile(r"^(\d+)\.(\d+)([af]?)$")
 
 

@@ -7,6 +7,7 @@ Also imported by the boot-time validator on the host (stdlib only, no Ansible).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import posixpath
@@ -233,6 +234,30 @@ def rewarm_note(rewarm):
     mods = ((rewarm.get("steps") or {}).get("warm") or {}).get("modules") or []
     compiled = [m["name"] for m in mods if m.get("compiled")]
     return "its JIT cache re-warmed (%s); " % ("compiled " + " ".join(compiled) if compiled else "nothing to compile")
+
+
+def last_good_policy(settings, marker, warm, user):
+    """The JIT modules to re-warm, and the user, of the last good state a rollback puts back: not those of the failed
+    change (its sglang_service_jit_warm may list other modules, which the restored service never loads).
+
+    settings is ansible.builtin.slurp's result for the restored boot validator settings (the last good state's own
+    file: skipped or absent when boot validation is off); marker is the ready marker as it was before this run, whose
+    vouched policy is the last good one's when its inputs are last_good's. Else the current variables.
+    Returns {"warm": [...], "user": str, "source": "settings" | "marker" | "variables"}."""
+    content = (settings or {}).get("content") if isinstance(settings, dict) else None
+    if content:
+        try:
+            data = json.loads(base64.b64decode(content).decode())
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("warm"), list):
+            return {"warm": list(data["warm"]), "user": data.get("user") or "", "source": "settings"}
+    marker = marker if isinstance(marker, dict) else {}
+    last_good = marker.get("last_good") or {}
+    policy = (marker.get("vouched") or {}).get("policy") or {}
+    if last_good.get("inputs") and last_good.get("inputs") == marker.get("inputs") and isinstance(policy.get("warm"), list):
+        return {"warm": list(policy["warm"]), "user": policy.get("user") or "", "source": "marker"}
+    return {"warm": list(warm or []), "user": user or "", "source": "variables"}
 
 
 def rollback_note(restore, rewarm, health_back, restart, unit, restarted):

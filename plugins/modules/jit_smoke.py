@@ -54,10 +54,12 @@ options:
     choices: [auto, always, never]
     default: auto
   warm:
-    description: FlashInfer JIT modules to build into the cache.
+    description:
+      - FlashInfer JIT modules to build into the cache, those the service loads at start or on its first request.
+      - C(sampling) is SGLang's sampler (C(flashinfer.sampling)); C(quantization) is FlashInfer's packbits, loaded by its attention wrappers for custom masks.
     type: list
     elements: str
-    choices: [sampling]
+    choices: [sampling, quantization]
     default: [sampling]
   timeout:
     description: Seconds each step may take (a cold sampling build is about 85 s on 2 cores).

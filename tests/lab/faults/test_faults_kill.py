@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from ..conftest import ROOT, on_host_until, playbook_command
-from .test_faults import back_and_held, converges, installed, marker, remove_pinned_package, serving
+from .test_faults import back_and_held, converges, health, installed, marker, remove_pinned_package, serving
+from .test_ready_rollback import LAB_COMMAND
 
 pytestmark = pytest.mark.usefixtures("fresh")
 
@@ -64,12 +65,17 @@ def test_play_killed_during_the_venv_build(run):
         "sglang_venv_packages_no_deps": [],  # FlashInfer alone in this venv (no SGLang layer)
         "sglang_venv_check_imports": ["flashinfer", "torch"],
         "sglang_venv_bytecode": False,
+        # the service on it loads and warms FlashInfer's quantization module (a cold build of about a minute of CPU), not a second
+        # cold sampling build in the suite: the rerun still builds, checks, switches, smoke-tests and restarts
+        "sglang_service_command": [*LAB_COMMAND, "--module", "quantization"],
+        "sglang_service_jit_warm": ["quantization"],
     }
     kill_play_when(run, "TASK [blackwell.inference.sglang_venv : Install the pinned packages", "[b]in/python -m pip install", extra_vars=pins, settle=False)
     assert run("readlink /opt/sglang/current").strip() == current and serving(run) == pid
     assert marker(run)["ready"]
     converges(pins)  # the build is redone, checked, switched, smoke-tested and the service restarted on it
     assert run("readlink /opt/sglang/current").strip() != current and serving(run) != pid and marker(run)["ready"]
+    assert [load["name"] for load in health(run)["loads"]] == ["quantization"]
 
 
 def test_play_killed_during_the_smoke(run):

@@ -33,11 +33,14 @@ BAD_FLAG = {"sglang_service_command": [*LAB_COMMAND, "--no-such-flag"], "sglang_
 # a server that starts and never answers (a hung model load): the health wait runs until its timeout
 HANG = {"sglang_service_command": ["/opt/sglang/current/bin/python", "-c", "import time; time.sleep(86400)"], "sglang_service_health_timeout": 120}
 NCCL = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
-# FlashInfer + torch (no SGLang layer) and one more pin: another venv, built and checked
+# FlashInfer + torch (no SGLang layer) and one more pin: another venv, built and checked. Its smoke warms FlashInfer's
+# quantization module into B's own workspace (a cold build of about a minute of CPU; the server dies of its flag before it would
+# load anything), so the rollout really builds into B's workspace without a second cold sampling build in the suite.
 PINS_B = {
     "sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"],
     "sglang_venv_packages_no_deps": [],
     "sglang_venv_check_imports": ["flashinfer", "torch"],
+    "sglang_service_jit_warm": ["quantization"],
 }
 CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include/curand.h"
 
@@ -103,6 +106,8 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     assert len(venvs) == 2 and os.path.basename(good) in venvs
     workspaces = run("ls /var/cache/sglang/jit").split()
     assert sorted(workspaces) == sorted(venvs), (workspaces, venvs)  # one JIT workspace per venv, B's too
+    (b_name,) = set(venvs) - {os.path.basename(good)}
+    assert run("ls /var/cache/sglang/jit/%s/.cache/flashinfer/0.7.4/*/cached_ops/quantization/quantization.so" % b_name).strip()  # B's smoke built into it
     rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars=pins_c)
     assert rc == 0, out[-4000:]
     left = run("ls /opt/sglang/venvs").split()

@@ -21,7 +21,10 @@ VARS = {
     "sglang_service_port": 30001,
     "sglang_service_cache_dir": "/var/cache/sglang-unit",
     "sglang_service_jit_build_log": "/var/cache/sglang-unit/jit-builds.jsonl",
-    "sglang_service_command": ["/opt/sglang/current/bin/python", "/usr/local/libexec/sglang-standin.py", "--port", "30001"],
+    # this second service loads and warms FlashInfer's quantization module (a cold build of about a minute of CPU, as the service
+    # user, in its own cache); sglang-k26 beside it keeps the sampling module
+    "sglang_service_command": ["/opt/sglang/current/bin/python", "/usr/local/libexec/sglang-standin.py", "--port", "30001", "--module", "quantization"],
+    "sglang_service_jit_warm": ["quantization"],
     "sglang_service_marker": "sglang_unit",
     "sglang_service_ready_without_launch": True,
     "sglang_service_health_timeout": 120,
@@ -74,6 +77,7 @@ def test_unit_mode_converges_under_the_hardening(unit_service, run):
     assert rc == 0, out[-5000:]
     health = json.loads(run("python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:30001/health', timeout=5).read().decode())\""))
     assert health["cuda_version"] == "13.0" and health["target_archs"] == ["120f"]
+    assert [load["name"] for load in health["loads"]] == ["quantization"]
     assert health["builds"] and all(b["seconds"] < 1.0 for b in health["builds"])  # warmed as the service user, loaded as it
     pid = run("systemctl show -p MainPID --value sglang-unit.service").strip()
     assert run("stat -c %U /proc/" + pid).strip() == "sglang"

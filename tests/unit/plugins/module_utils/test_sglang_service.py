@@ -1,5 +1,6 @@
 """Pure parts of the service role: environment from facts, systemd quoting, verdict, marker, revalidation."""
 
+import base64
 import json
 import os
 
@@ -351,3 +352,34 @@ NOT_BACK = {"failed": True, "status": -1, "msg": "did not answer http://h/health
 )
 def test_rollback_note(restore, rewarm, back, restart, restarted, expected):
     assert ss.rollback_note(restore, rewarm, back, restart, "sglang-k26.service", restarted) == expected
+
+
+def _slurped(settings):
+    return {"content": base64.b64encode(json.dumps(settings).encode()).decode(), "encoding": "base64"}
+
+
+# the ready marker of a host whose last validated state warmed sampling as root (ct200's, trimmed)
+READY_MARKER = {
+    "ready": True,
+    "inputs": "55a753e58102ef92",
+    "last_good": {"inputs": "55a753e58102ef92", "venv": "/opt/sglang/venvs/2c26817414e442ed"},
+    "vouched": {"policy": {"warm": ["sampling"], "user": "", "boot_validation": True}},
+}
+
+
+@pytest.mark.parametrize(
+    "settings,marker,expected",
+    [
+        # the restored validator settings are the last good state's own
+        (_slurped({"warm": ["sampling"], "user": "sglang", "venv": "/opt/sglang/current"}), {}, {"warm": ["sampling"], "user": "sglang", "source": "settings"}),
+        # boot validation off: no settings file (the slurp was skipped); the marker vouches for the last good inputs
+        ({"skipped": True, "changed": False}, READY_MARKER, {"warm": ["sampling"], "user": "", "source": "marker"}),
+        # a marker left by a failed run (inputs are not last_good's): its policy is not the last good one's
+        ({"skipped": True}, dict(READY_MARKER, inputs="0000000000000000"), {"warm": ["quantization"], "user": "", "source": "variables"}),
+        # unreadable settings fall back the same way
+        ({"content": "bm90IGpzb24="}, READY_MARKER, {"warm": ["sampling"], "user": "", "source": "marker"}),
+        (None, None, {"warm": ["quantization"], "user": "", "source": "variables"}),
+    ],
+)
+def test_last_good_policy_rewarms_what_the_restored_state_loads(settings, marker, expected):
+    assert ss.last_good_policy(settings, marker, ["quantization"], "") == expected
