@@ -7,11 +7,13 @@ from __future__ import annotations
 from ansible_collections.blackwell.inference.plugins.module_utils import venv_info
 
 
-def sglang_venv_pip_check(stdout, no_deps=None):
-    kept, skipped = venv_info.pip_check_problems(stdout, no_deps or [])
-    return {"problems": kept, "set_aside": skipped}
+def sglang_venv_pip_check(result, no_deps=None):
+    if isinstance(result, str):  # pip check's output alone
+        result = {"rc": 1 if result.strip() and result.strip() != "No broken requirements found." else 0, "stdout": result}
+    passed, kept, skipped = venv_info.pip_check_verdict(result, no_deps or [])
+    return {"passed": passed, "problems": kept, "set_aside": skipped}
 
 
 class FilterModule:
     def filters(self):
-        return {"sglang_venv_pip_check": sglang_venv_pip_check}
+        return {"sglang_venv_pip_check": sglang_venv_pip_check, "sglang_venv_no_deps_accepted": venv_info.no_deps_accepted}

@@ -112,3 +112,26 @@ def dropin_command(unit_argv, venv, variables_argv=None, unit_in_venv=True):
     exe = "python" if _PYTHON.match(m.group("exe")) else m.group("exe")
     argv = [posixpath.join(str(venv).rstrip("/"), "bin", exe), *unit_argv[1:]]
     return {"argv": argv, "source": "unit", "old": unit_argv, "replaced": False}
+
+
+def flag_value(argv, flag):
+    """The value of `--flag V` or `--flag=V` in a command line (the last one wins, as argparse does), or None."""
+    value = None
+    for i, word in enumerate(argv or []):
+        if word == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif word.startswith(flag + "="):
+            value = word[len(flag) + 1 :]
+    return value
+
+
+def listen(argv, host, port):
+    """Where a kept command serves: its own --host/--port (SGLang's flags) over the variables' host and port."""
+    return {"host": flag_value(argv, "--host") or host, "port": int(flag_value(argv, "--port") or port)}
+
+
+def in_venv(unit_venv_dir, pyvenv_cfg_exists, dir_exists):
+    """Whether the unit's interpreter can be moved: its directory is a venv (pyvenv.cfg), or it is gone (a venv the
+    operator removed after the role took over). A directory that exists without pyvenv.cfg (/usr, /usr/local, a
+    conda prefix) is not a venv, so its interpreter is not the service's to move."""
+    return bool(unit_venv_dir) and (pyvenv_cfg_exists or not dir_exists)

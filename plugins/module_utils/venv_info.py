@@ -89,7 +89,7 @@ def pip_check_problems(stdout, no_deps=()):
     """`pip check`'s problems that count: every line, except those of a distribution installed without its
     dependencies on purpose (`no_deps`: requirements or names; its own requirements are its operator's business, a
     problem of another distribution with it still counts). Returns (kept lines, number of lines set aside)."""
-    skip = {normalize_name(re.split(r"[\[=<>!~; ]", str(r).strip(), maxsplit=1)[0]) for r in no_deps or () if str(r).strip()}
+    skip = {requirement_name(r) for r in no_deps or () if str(r).strip()}
     kept, skipped = [], 0
     for raw in (stdout or "").splitlines():
         line = raw.strip()
@@ -101,3 +101,33 @@ def pip_check_problems(stdout, no_deps=()):
         else:
             kept.append(line)
     return kept, skipped
+
+
+def pip_check_verdict(result, no_deps=()):
+    """The venv's `pip check` verdict from its registered result (a dict with rc and stdout; skipped or not run:
+    passed). It passes with rc 0, or when every line it printed is about a distribution installed without its
+    dependencies on purpose. Returns (passed, problems, set_aside)."""
+    result = result if isinstance(result, dict) else {}
+    if result.get("skipped") or result.get("rc") is None:
+        return True, [], 0
+    kept, skipped = pip_check_problems(result.get("stdout"), no_deps)
+    return result["rc"] == 0 or (skipped > 0 and not kept), kept, skipped
+
+
+PINNED = re.compile(r"^[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==\S+$")
+
+
+def requirement_name(requirement):
+    """'flashinfer_python[cu13]==0.7.4' -> 'flashinfer-python' (PEP 503, extras and version dropped)."""
+    return normalize_name(re.split(r"[\[=<>!~; ]", str(requirement).strip(), maxsplit=1)[0])
+
+
+def no_deps_accepted(no_deps, packages, lock_file=""):
+    """Whether sglang_venv_packages_no_deps can be installed as asked: each pinned name==version, none also in
+    sglang_venv_packages (by PEP 503 name), and none beside a lock file (the lock is the whole set)."""
+    no_deps = list(no_deps or [])
+    if any(not PINNED.match(str(r).strip()) for r in no_deps):
+        return False
+    if no_deps and lock_file:
+        return False
+    return not {requirement_name(r) for r in no_deps} & {requirement_name(r) for r in packages or []}

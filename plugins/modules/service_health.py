@@ -185,12 +185,18 @@ def main():
 def explain_failure(module, unit, cuda_version):
     """The known causes in the unit's journal since its last start (what journalctl keeps, when it never started).
     A journal that cannot be read does not hide the failure being reported: its command's rc/stderr come along."""
-    out = ""
-    for step in ("start", "journal"):
-        argv = health.start_argv(unit) if step == "start" else journal.journal_argv(unit, health.parse_start(out))
+
+    def run(argv):
         rc, out, err = module.run_command(argv)
-        if rc != 0:
-            return {"causes": [], "journal_error": {"cmd": argv, "rc": rc, "stdout": out[-2000:], "stderr": err[-2000:]}}
+        error = None if rc == 0 else {"cmd": argv, "rc": rc, "stdout": out[-2000:], "stderr": err[-2000:]}
+        return out, error
+
+    shown, error = run(health.start_argv(unit))
+    if error:
+        return {"causes": [], "journal_error": error}
+    out, error = run(journal.journal_argv(unit, health.parse_start(shown)))
+    if error:
+        return {"causes": [], "journal_error": error}
     return {"causes": journal.explain(out, cuda_version)}
 
 

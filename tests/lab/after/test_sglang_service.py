@@ -70,6 +70,23 @@ def test_flashinfer_accepts_the_unit_environment_and_start_compiles_nothing(run)
     assert_started_from_a_warm_cache(report)
 
 
+# ct200's unit as the seeds found it (molecule prepare), and what the lab runs in SGLang's place
+OWN_FLAGS = "--model-path /models/Kimi-K2.6 --tp 8 --attention-backend triton --sampling-backend flashinfer --host 0.0.0.0 --port 30000"
+
+
+def test_the_units_own_flags_survive_the_converge(run):
+    # the unit's own file is untouched: its ExecStart still names the hand-built venv
+    fragment = run("cat /etc/systemd/system/%s" % UNIT)
+    assert "ExecStart=/root/venv_sglang211/bin/python /usr/local/libexec/sglang-standin.py --model-path /models/Kimi-K2.6 --tp 8" in fragment
+    # the effective command is the unit's own, every flag kept, its interpreter moved to the managed venv
+    shown = run("systemctl show -p ExecStart --value " + UNIT)
+    assert "argv[]=/opt/sglang/current/bin/python /usr/local/libexec/sglang-standin.py " + OWN_FLAGS + " ;" in shown, shown
+    # and the running server was started with them
+    report = health(run)
+    assert report["argv"][1:] == ["/usr/local/libexec/sglang-standin.py", *OWN_FLAGS.split()], report["argv"]
+    assert report["argv"][0] == "/opt/sglang/current/bin/python"  # the managed venv's interpreter
+
+
 def test_dropin_marker_and_boot_unit(host, run):
     dropin = host.file(DROPIN)
     assert (dropin.user, dropin.group, dropin.mode) == ("root", "root", 0o644)
@@ -102,6 +119,8 @@ def test_verify_only_run_changes_nothing_and_reports(run):
     assert "smoke (live (--tags verify)): compile ok" in out and "READY: compiled, JIT cache warm (sampling)" in out
     assert "flashinfer 0.7.4: CUDA 13.0" in out and "8x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)" in out
     assert "/usr/local/cuda: /usr/local/cuda-12.8" in out
+    command = "service command (the unit's own, interpreter moved to the managed venv): /opt/sglang/current/bin/python"
+    assert command + " /usr/local/libexec/sglang-standin.py " + OWN_FLAGS in out, out[-3000:]
     assert service_state(run) == before
 
 

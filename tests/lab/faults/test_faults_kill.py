@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from ..conftest import ROOT, on_host_until, playbook_command
+from ..conftest import ROOT, on_host_until, playbook, playbook_command
 from .test_faults import back_and_held, converges, health, installed, marker, remove_pinned_package, serving
 from .test_ready_rollback import LAB_COMMAND
 
@@ -73,7 +73,12 @@ def test_play_killed_during_the_venv_build(run):
     kill_play_when(run, "TASK [blackwell.inference.sglang_venv : Install the pinned packages", "[b]in/python -m pip install", extra_vars=pins, settle=False)
     assert run("readlink /opt/sglang/current").strip() == current and serving(run) == pid
     assert marker(run)["ready"]
-    converges(pins)  # the build is redone, checked, switched, smoke-tested and the service restarted on it
+    rc, out, _recap = playbook(extra_vars=pins)  # the build is redone, checked, switched, smoke-tested and restarted on it
+    assert rc == 0, out[-4000:]
+    # the variables' command replaced the unit's own, and the summary shows both
+    flat = " ".join(out.split())
+    assert "service command (from the variables): " + " ".join(pins["sglang_service_command"]) in flat, flat[-3000:]
+    assert "it replaced the unit's own: /root/venv_sglang211/bin/python /usr/local/libexec/sglang-standin.py --model-path" in flat
     assert run("readlink /opt/sglang/current").strip() != current and serving(run) != pid and marker(run)["ready"]
     assert [load["name"] for load in health(run)["loads"]] == ["quantization"]
 

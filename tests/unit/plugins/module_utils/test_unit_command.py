@@ -109,3 +109,55 @@ def test_a_command_that_cannot_be_kept_names_the_variable(argv, match):
 def test_unit_venv():
     assert uc.unit_venv(CT200_ARGV) == "/root/venv_sglang211"
     assert uc.unit_venv(["python3", "-m", "x"]) is None and uc.unit_venv(None) is None
+
+
+SEED_ARGV = [
+    "/root/venv_sglang211/bin/python",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "/models/Kimi-K2.6",
+    "--tp",
+    "8",
+    "--host",
+    "0.0.0.0",  # noqa: S104 - the seeds' unit as written
+    "--port",
+    "30000",
+]
+
+
+@pytest.mark.parametrize(
+    "argv,flag,value",
+    [
+        (SEED_ARGV, "--port", "30000"),
+        (SEED_ARGV, "--tp", "8"),
+        (SEED_ARGV, "--attention-backend", None),
+        (["python", "--port=31000"], "--port", "31000"),
+        (["python", "--port", "1", "--port=2"], "--port", "2"),  # the last one wins, as in argparse
+        (["python", "--port"], "--port", None),
+        ([], "--port", None),
+    ],
+)
+def test_flag_value(argv, flag, value):
+    assert uc.flag_value(argv, flag) == value
+
+
+ALL = "0.0.0.0"  # noqa: S104 - what the seeds' unit serves on
+
+
+def test_listen_prefers_the_kept_commands_own_flags():
+    assert uc.listen(SEED_ARGV, "127.0.0.1", 8000) == {"host": ALL, "port": 30000}
+    assert uc.listen(["/opt/sglang/current/bin/python", "-m", "sglang.launch_server"], "10.0.0.5", 30001) == {"host": "10.0.0.5", "port": 30001}
+
+
+@pytest.mark.parametrize(
+    "venv_dir,cfg,exists,movable",
+    [
+        ("/root/venv_sglang211", True, True, True),
+        ("/root/venv_sglang211", False, False, True),  # removed after the role took over: it was the unit's venv
+        ("/usr", False, True, False),  # /usr/bin/python3 is the system's, not a venv's
+        (None, False, False, False),
+    ],
+)
+def test_in_venv(venv_dir, cfg, exists, movable):
+    assert uc.in_venv(venv_dir, cfg, exists) is movable

@@ -99,3 +99,48 @@ torch 2.13.0+cpu has requirement setuptools>=77.0.3, but you have setuptools 65.
 )
 def test_pip_check_problems(stdout, no_deps, kept, skipped):
     assert vi.pip_check_problems(stdout, no_deps) == (kept, skipped)
+
+
+@pytest.mark.parametrize(
+    "result,no_deps,expected",
+    [
+        # the check did not run (turned off, check mode): nothing to hold against the venv
+        ({"skipped": True, "changed": False}, [], (True, [], 0)),
+        ({}, [], (True, [], 0)),
+        ({"rc": 0, "stdout": "No broken requirements found.\n"}, [], (True, [], 0)),
+        # only lines about the no-deps distributions: passes, with what was set aside counted
+        ({"rc": 1, "stdout": PIP_CHECK_SGLANG_NODEPS}, ["sglang==0.5.23"], (True, [], 5)),
+        ({"rc": 1, "stdout": PIP_CHECK_SGLANG_NODEPS}, [], (False, PIP_CHECK_SGLANG_NODEPS.splitlines(), 0)),
+        ({"rc": 1, "stdout": PIP_CHECK_SGLANG_NODEPS + PIP_CHECK_OTHERS}, ["sglang==0.5.23"], (False, PIP_CHECK_OTHERS.splitlines(), 5)),
+        # pip check failed without a line to read (it crashed): fails, the caller shows its stderr
+        ({"rc": 2, "stdout": "", "stderr": "ModuleNotFoundError: No module named 'pip'"}, [], (False, [], 0)),
+    ],
+)
+def test_pip_check_verdict(result, no_deps, expected):
+    assert vi.pip_check_verdict(result, no_deps) == expected
+
+
+@pytest.mark.parametrize(
+    "no_deps,packages,lock_file,accepted",
+    [
+        ([], ["flashinfer-python==0.7.4"], "", True),
+        ([], [], "/srv/lock.txt", True),
+        (["sglang==0.5.23"], ["flashinfer-python==0.7.4", "torch==2.13.0"], "", True),
+        (["sglang[srt]==0.5.23"], ["flashinfer-python==0.7.4"], "", True),
+        (["sglang>=0.5"], ["flashinfer-python==0.7.4"], "", False),  # not pinned
+        (["sglang"], ["flashinfer-python==0.7.4"], "", False),
+        (["flashinfer_python==0.7.4"], ["flashinfer-python==0.7.4"], "", False),  # the same distribution, PEP 503
+        (["Torch==2.13.0"], ["torch==2.13.0"], "", False),
+        (["sglang==0.5.23"], [], "/srv/lock.txt", False),  # the lock file is the whole set
+    ],
+)
+def test_no_deps_accepted(no_deps, packages, lock_file, accepted):
+    assert vi.no_deps_accepted(no_deps, packages, lock_file) is accepted
+
+
+@pytest.mark.parametrize(
+    "requirement,name",
+    [("flashinfer_python[cu13]==0.7.4", "flashinfer-python"), ("SGLang==0.5.23", "sglang"), ("torch>=2.13", "torch"), ("zope.interface", "zope-interface")],
+)
+def test_requirement_name(requirement, name):
+    assert vi.requirement_name(requirement) == name

@@ -1,0 +1,261 @@
+#!/usr/bin/python
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: paths
+short_description: Directories, files and links a role needs, made to match in one call
+version_added: "0.3.0"
+description:
+  - Looks at every listed path and changes only what differs from what is wanted - a missing directory (with its
+    parents), a file's content (replaced in one rename, keeping its owner and mode unless given), a link pointing
+    elsewhere (replaced in one rename), the owner, group and mode.
+  - One remote call for what would otherwise be one M(ansible.builtin.file) or M(ansible.builtin.copy) task per path;
+    a rerun with nothing to change reports C(changed=false).
+  - A path of another kind in the way (a directory where a file or link goes, a file where a directory goes) fails
+    the module before anything is changed.
+author:
+  - Blackwell Inference maintainers (@blackwell-inference)
+options:
+  paths:
+    description: What is wanted, applied in list order (list a directory before what goes into it).
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      path:
+        description: Absolute path.
+        type: path
+        required: true
+      state:
+        description: C(directory), C(file) (with O(paths[].content)) or C(link) (to O(paths[].src)).
+        type: str
+        required: true
+        choices: [directory, file, link]
+      owner:
+        description: User name or id; empty leaves it as it is (a new path belongs to the connecting user).
+        type: str
+      group:
+        description: Group name or id; empty leaves it as it is.
+        type: str
+      mode:
+        description: Octal permission bits such as C('0755'); empty leaves them as they are. Not for links.
+        type: raw
+      content:
+        description: The whole content of a C(file), as text.
+        type: str
+      src:
+        description: The target of a C(link), written as given.
+        type: str
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: The service's cache, its workspace link and the role's directories
+  blackwell.inference.paths:
+    paths:
+      - {path: /var/cache/sglang, state: directory, owner: sglang, group: sglang, mode: "0750"}
+      - {path: /var/cache/sglang/jit/2c26817414e442ed/venv, state: link, src: /opt/sglang/venvs/2c26817414e442ed}
+      - {path: /usr/local/libexec/blackwell-inference, state: directory, owner: root, group: root, mode: "0755"}
+      - path: /usr/local/libexec/blackwell-inference/boot_validate.py
+        state: file
+        content: "{{ lookup('ansible.builtin.file', 'boot_validate.py', rstrip=false) }}"
+        owner: root
+        group: root
+        mode: "0644"
+"""
+
+RETURN = r"""
+changed_paths:
+  description: The paths that were (in check mode, would be) changed, in list order.
+  returned: always
+  type: list
+  elements: str
+  sample: [/var/cache/sglang/jit]
+results:
+  description: Per path, the actions taken (C(create), C(write), C(relink), C(chown), C(chmod)); empty when it matched.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{path: /var/cache/sglang/jit, state: directory, actions: [create, chown, chmod]}]
+"""
+
+import grp
+import hashlib
+import os
+import pwd
+import stat
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.inference.plugins.module_utils import paths as logic
+
+
+def observe(path):
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {"exists": False}
+    seen = {"exists": True, "uid": st.st_uid, "gid": st.st_gid, "mode": stat.S_IMODE(st.st_mode)}
+    if stat.S_ISLNK(st.st_mode):
+        seen.update(type="link", target=os.readlink(path), mode=None)
+    elif stat.S_ISDIR(st.st_mode):
+        seen["type"] = "directory"
+    elif stat.S_ISREG(st.st_mode):
+        seen["type"] = "file"
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        seen["sha256"] = digest.hexdigest()
+    else:
+        seen["type"] = "other"
+    try:
+        seen["owner"] = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        seen["owner"] = str(st.st_uid)
+    try:
+        seen["group"] = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        seen["group"] = str(st.st_gid)
+    return seen
+
+
+def resolve(name, kind):
+    """User or group name/id -> id; None when not given; KeyError when unknown."""
+    if name is None:
+        return None
+    text = str(name)
+    if text.isdigit():
+        return int(text)
+    return pwd.getpwnam(text).pw_uid if kind == "user" else grp.getgrnam(text).gr_gid
+
+
+def replace(path, make, observed):
+    """Make the new file or link beside `path` and rename it over the old one (keeping the old owner and mode)."""
+    parent = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=parent)
+    os.close(fd)
+    try:
+        make(tmp)
+        if not os.path.islink(tmp):
+            if observed.get("exists") and observed.get("type") == "file":
+                os.chown(tmp, observed["uid"], observed["gid"])
+                os.chmod(tmp, observed["mode"])
+            else:  # a new file gets the mode open() would give it (mkstemp's is 0600)
+                mask = os.umask(0)
+                os.umask(mask)
+                os.chmod(tmp, 0o666 & ~mask)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def apply(entry, actions, uid, gid, observed):
+    path = entry["path"]
+    for action, detail in actions:
+        if action == "create" and entry["state"] == "directory":
+            os.makedirs(path, exist_ok=True)
+        elif action in ("create", "write") and entry["state"] == "file":
+
+            def write(tmp, content=entry["content"]):
+                with open(tmp, "w", encoding="utf-8") as fh:
+                    fh.write(content)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+
+            replace(path, write, observed)
+        elif action in ("create", "relink"):
+
+            def link(tmp, src=entry["src"]):
+                os.unlink(tmp)
+                os.symlink(src, tmp)
+
+            replace(path, link, {"exists": False})
+        elif action == "chown":
+            os.lchown(path, -1 if detail[0] is None else detail[0], -1 if detail[1] is None else detail[1])
+        elif action == "chmod":
+            os.chmod(path, detail)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            paths=dict(
+                type="list",
+                elements="dict",
+                required=True,
+                options=dict(
+                    path=dict(type="path", required=True),
+                    state=dict(type="str", required=True, choices=list(logic.STATES)),
+                    owner=dict(type="str"),
+                    group=dict(type="str"),
+                    mode=dict(type="raw"),
+                    content=dict(type="str"),
+                    src=dict(type="str"),
+                ),
+            ),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        entries = logic.normalize([{k: v for k, v in e.items() if v is not None} for e in module.params["paths"]])
+    except logic.PathsError as exc:
+        module.fail_json(msg=str(exc))
+
+    # look at everything and plan before changing anything: a path in the way fails with nothing changed
+    plans = []
+    for entry in entries:
+        try:
+            uid, gid = resolve(entry["owner"], "user"), resolve(entry["group"], "group")
+        except KeyError:
+            if not module.check_mode:
+                module.fail_json(msg="%s: no such user or group (owner=%s, group=%s)" % (entry["path"], entry["owner"], entry["group"]))
+            uid = gid = None  # created earlier in this play when not in check mode: it would change
+            unknown = True
+        else:
+            unknown = False
+        observed = observe(entry["path"])
+        try:
+            actions = logic.plan(entry, observed, uid, gid)
+        except logic.PathsError as exc:
+            module.fail_json(msg=str(exc), path=entry["path"])
+        if unknown and not actions:
+            actions = [("chown", (None, None))]
+        plans.append((entry, observed, uid, gid, actions))
+
+    results, changed_paths, before, after = [], [], [], []
+    for entry, observed, uid, gid, actions in plans:
+        results.append({"path": entry["path"], "state": entry["state"], "actions": [a for a, _d in actions]})
+        if not actions:
+            continue
+        changed_paths.append(entry["path"])
+        before.append("%s: %s" % (entry["path"], logic.describe(observed)))
+        after.append("%s: %s" % (entry["path"], logic.describe(logic.wanted(entry, uid, gid))))
+        if module.check_mode:
+            continue
+        try:
+            apply(entry, actions, uid, gid, observed)
+        except OSError as exc:
+            module.fail_json(msg="%s: %s" % (entry["path"], exc), path=entry["path"], changed_paths=changed_paths, results=results)
+
+    diff = {"before": "\n".join(before) + ("\n" if before else ""), "after": "\n".join(after) + ("\n" if after else "")}
+    module.exit_json(changed=bool(changed_paths), changed_paths=changed_paths, results=results, diff=diff)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+#!/usr/bin/python
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: unit_command
+short_description: The command an existing service unit runs, and the one a drop-in gives it
+version_added: "0.3.0"
+description:
+  - Reads the unit's state from systemd (C(systemctl show)) and its effective C(ExecStart) from its own files - the
+    fragment and its drop-ins in systemd's order, those in O(exclude) left out (the role's own drop-in, so a rerun
+    derives the same command) - with systemd's quoting, continuation lines and C(ExecStart=) resets.
+  - Without O(command) the unit's own command is kept, every flag of it, with only its interpreter (a venv's
+    C(bin/python*) or console script) moved to the same name in O(venv). A command that does not start in a venv (a
+    system python, a wrapper script) cannot be moved and fails, naming the variable to set.
+  - With O(command) that command is used, and the unit's own is returned as C(old) so the change can be shown.
+  - Read-only; runs in check mode.
+author:
+  - Blackwell Inference maintainers (@blackwell-inference)
+options:
+  unit:
+    description: The unit, e.g. C(sglang-k26.service).
+    type: str
+    required: true
+  venv:
+    description: The managed venv (its link) the kept command's interpreter moves to.
+    type: path
+    required: true
+  exclude:
+    description: Drop-in files to leave out when reading the unit's command.
+    type: list
+    elements: path
+    default: []
+  command:
+    description: The command to use instead of the unit's own (the role's variables); empty keeps the unit's.
+    type: list
+    elements: str
+    default: []
+  host:
+    description: The host the service serves on when its command does not say (C(--host)).
+    type: str
+    default: 127.0.0.1
+  port:
+    description: The port the service serves on when its command does not say (C(--port)).
+    type: int
+    default: 30000
+  keep:
+    description: Whether the unit's own command is to be kept (drop-in mode); C(false) only reads the unit.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: The command of sglang-k26.service, its interpreter moved to the managed venv
+  blackwell.inference.unit_command:
+    unit: sglang-k26.service
+    venv: /opt/sglang/current
+    exclude: [/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf]
+  register: k26_command
+"""
+
+RETURN = r"""
+load_state:
+  description: systemd's C(LoadState) of the unit (C(loaded), C(not-found), ...).
+  returned: always
+  type: str
+  sample: loaded
+user:
+  description: The unit's C(User=) (empty for root).
+  returned: always
+  type: str
+  sample: ""
+files:
+  description: The unit's files read, in systemd's order (fragment first, the excluded drop-ins left out).
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/systemd/system/sglang-k26.service]
+unit_argv:
+  description: The unit's own effective command (null when it has none), and the file that set it.
+  returned: always
+  type: list
+  elements: str
+  sample: [/root/venv_sglang211/bin/python, -m, sglang.launch_server, --model-path, /models/Kimi-K2.6, --tp, "8"]
+set_by:
+  description: The file whose C(ExecStart=) is the effective one.
+  returned: always
+  type: str
+  sample: /etc/systemd/system/sglang-k26.service
+argv:
+  description: The command the drop-in gives the unit (empty when O(keep) is false and no O(command) is given).
+  returned: always
+  type: list
+  elements: str
+  sample: [/opt/sglang/current/bin/python, -m, sglang.launch_server, --model-path, /models/Kimi-K2.6, --tp, "8"]
+source:
+  description: C(unit) (the unit's own, interpreter moved), C(variables) (O(command)) or C(none).
+  returned: always
+  type: str
+  sample: unit
+old:
+  description: The unit's own command, shown when O(command) replaces it.
+  returned: always
+  type: list
+  elements: str
+replaced:
+  description: Whether O(command) differs from the unit's own command.
+  returned: always
+  type: bool
+listen:
+  description: Where the command serves (its C(--host)/C(--port), else O(host)/O(port)).
+  returned: always
+  type: dict
+  sample: {host: 0.0.0.0, port: 30000}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as logic
+
+
+def show(module, unit):
+    argv = ["systemctl", "show", unit, "-p", "LoadState", "-p", "User", "-p", "FragmentPath", "-p", "DropInPaths"]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        module.fail_json(msg="systemctl show %s failed" % unit, cmd=argv, rc=rc, stdout=out, stderr=err)
+    props = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key] = value.strip()
+    return props
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            unit=dict(type="str", required=True),
+            venv=dict(type="path", required=True),
+            exclude=dict(type="list", elements="path", default=[]),
+            command=dict(type="list", elements="str", default=[]),
+            host=dict(type="str", default="127.0.0.1"),
+            port=dict(type="int", default=30000),
+            keep=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    props = show(module, p["unit"])
+    excluded = {os.path.normpath(x) for x in p["exclude"]}
+    paths = [props.get("FragmentPath", ""), *props.get("DropInPaths", "").split()]
+    paths = [x for x in paths if x and os.path.normpath(x) not in excluded]
+    files = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                files.append((path, fh.read()))
+        except OSError as exc:
+            module.fail_json(msg="cannot read %s of %s: %s" % (path, p["unit"], exc))
+    result = {"changed": False, "load_state": props.get("LoadState", ""), "user": props.get("User", ""), "files": paths}
+    if result["load_state"] != "loaded":  # nothing to read; the caller refuses a drop-in for a unit that is not there
+        result.update(unit_argv=None, set_by=None, argv=list(p["command"]), source="variables" if p["command"] else "none", old=None, replaced=False)
+        result["listen"] = {"host": p["host"], "port": p["port"]}
+        module.exit_json(**result)
+    try:
+        unit_argv, set_by = logic.exec_start(files)
+    except logic.UnitCommandError as exc:
+        module.fail_json(msg="%s: %s" % (p["unit"], exc), **result)
+    result.update(unit_argv=unit_argv, set_by=set_by)
+    if not p["command"] and not p["keep"]:
+        result.update(argv=[], source="none", old=unit_argv, replaced=False, listen={"host": p["host"], "port": p["port"]})
+        module.exit_json(**result)
+    venv_dir = logic.unit_venv(unit_argv)
+    movable = logic.in_venv(venv_dir, bool(venv_dir) and os.path.exists(os.path.join(venv_dir, "pyvenv.cfg")), bool(venv_dir) and os.path.isdir(venv_dir))
+    try:
+        chosen = logic.dropin_command(unit_argv, p["venv"], p["command"] or None, movable)
+    except logic.UnitCommandError as exc:
+        module.fail_json(msg="%s: %s" % (p["unit"], exc), **result)
+    result.update(chosen)
+    result["listen"] = logic.listen(chosen["argv"], p["host"], p["port"]) if chosen["source"] == "unit" else {"host": p["host"], "port": p["port"]}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
