@@ -1,0 +1,16 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+# Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
+from ansible_collections.blackwell.inference.plugins.module_utils import host_platform
+
+
+def host_refusal(facts):
+    return host_platform.refusal(facts) or ""
+
+
+class FilterModule:
+    def filters(self):
+        return {"host_refusal": host_refusal}
