@@ -69,7 +69,11 @@ def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(b
     modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins", "modules", "*.py")))
     filters = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "plugins", "filter", "*.yml")))
     roles = sorted(os.listdir(os.path.join(ROOT, "roles")))
-    assert modules == ["cuda_facts", "host_lock", "jit_smoke", "paths", "service_health", "service_snapshot", "unit_command"] and len(filters) >= 14 and len(roles) == 3
+    assert (
+        modules == ["cuda_facts", "host_lock", "jit_smoke", "paths", "service_health", "service_snapshot", "unit_command"]
+        and len(filters) >= 14
+        and len(roles) == 3
+    )
     for kind, names in (("module", modules), ("filter", filters), ("role", roles)):
         for name in names:
             out = tool("ansible-doc", "-t", kind, "--json", "blackwell.inference." + name, cwd=str(built["work"]), env=built["env"]).stdout
