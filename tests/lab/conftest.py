@@ -38,8 +38,13 @@ if LAB_INDEX != "0" and not os.environ.get("LAB_INVENTORY"):
     INVENTORY = os.path.join(_inv_dir, "hosts.yml")
     with open(INVENTORY, "w", encoding="utf-8") as _fh:
         _fh.write(_text)
-    if not os.path.lexists(os.path.join(_inv_dir, "host_vars")):
-        os.symlink(os.path.join(ROOT, "inventories", "lab", "host_vars"), os.path.join(_inv_dir, "host_vars"))
+    # LAB_DIR outlives the checkout (the cache): point host_vars at this checkout's every time, never at the
+    # clone that made the link (a CI clone at another path, with another commit's host_vars)
+    _link, _target = os.path.join(_inv_dir, "host_vars"), os.path.join(ROOT, "inventories", "lab", "host_vars")
+    if not (os.path.islink(_link) and os.readlink(_link) == _target):
+        if os.path.lexists(_link):
+            os.unlink(_link)
+        os.symlink(_target, _link)
 SSH_CONFIG = os.path.join(LAB_DIR, "ssh_config." + LAB_HOST)
 LAB_SUITE = os.environ.get("LAB_SUITE", "bookworm")
 
