@@ -48,6 +48,7 @@ LAB_FILE_SECONDS = {
     "tests/lab/faults/test_security.py": 300,
     "tests/lab/faults/test_bad_variables.py": 100,
     "tests/lab/after/test_cuda_toolkit.py": 80,
+    "tests/lab/before/test_cuda_link.py": 350,
 }
 
 
@@ -62,7 +63,7 @@ def pytest_collection_modifyitems(config, items):
         if path == "tests/integration/test_lab_scenario.py":
             return (0, 0)
         if path.startswith("tests/lab/before/"):
-            return (2, 0)  # the `before` image is saved at the end of the scenario's prepare: no wait for its converge
+            return (2, -LAB_FILE_SECONDS.get(path, 0))  # the `before` image is saved at the end of the scenario's prepare: no wait for its converge
         if path.startswith("tests/lab/"):
             return (3, -LAB_FILE_SECONDS.get(path, 0))
         return (1, 0)
