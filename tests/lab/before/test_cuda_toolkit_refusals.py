@@ -34,6 +34,14 @@ CT200_DOUBLE = {
             "/etc/apt/sources.list.d/cuda-debian12-x86_64.list already point(s) at file:/srv/cuda-mirror/debian12/x86_64/",
         ),
         ({"cuda_toolkit_method": "runfile"}, "cuda_toolkit_method=runfile needs cuda_toolkit_runfiles['13.0.2']"),
+        (
+            {"cuda_toolkit_method": "runfile", "cuda_toolkit_runfiles": {"13.0.2": {"src": "/srv/cuda_13.0.2.run", "checksum": "md5:" + "0" * 32}}},
+            "and checksum sha256:<64 hex digits> (NVIDIA publishes md5 only",
+        ),
+        (
+            {"cuda_toolkit_repo_base_url": "http://mirror.example/cuda/repos", "cuda_toolkit_repo_key_fingerprint": ""},
+            "cuda_toolkit_repo_key_fingerprint must be set when the cuda-keyring package comes over plain http (http://mirror.example/cuda/repos)",
+        ),
     ],
 )
 def test_bad_input_is_refused_before_any_change(host_state, extra_vars, message):
