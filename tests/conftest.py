@@ -48,7 +48,9 @@ LAB_FILE_SECONDS = {
     "tests/lab/faults/test_security.py": 300,
     "tests/lab/faults/test_bad_variables.py": 100,
     "tests/lab/after/test_cuda_toolkit.py": 80,
+    "tests/lab/after/test_operator_account.py": 90,
     "tests/lab/before/test_cuda_link.py": 350,
+    "tests/lab/before/test_cuda_repo_trust.py": 120,
 }
 
 
