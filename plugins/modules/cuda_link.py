@@ -183,7 +183,10 @@ def main():
     with contextlib.suppress(FileNotFoundError):
         links += [os.path.join(root, n) for n in sorted(os.listdir(root)) if n.startswith("cuda-") and n[5:].isdigit()]
     links = sorted(set(links) | set((record or {}).get("links", {})))
-    observed = {link: observe(link) for link in links}
+    try:
+        observed = {link: observe(link) for link in links}
+    except logic.CudaLinkError as exc:  # a record naming a path that is no cuda link
+        module.fail_json(msg="%s: %s; fix or remove it" % (p["record"], exc))
 
     groups = {}
     for link in links:
