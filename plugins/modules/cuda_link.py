@@ -111,11 +111,11 @@ import datetime
 import json
 import os
 import stat
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link as logic
+from ansible_collections.blackwell.inference.plugins.module_utils import files
 
 ALTERNATIVES_DIR = "/etc/alternatives"
 
@@ -149,19 +149,8 @@ def read_record(module, path):
 
 
 def write_record(path, links):
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    fd, tmp = tempfile.mkstemp(prefix=".cuda-links.", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(logic.record_of(links, now), fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
+    files.write_atomic(path, (json.dumps(logic.record_of(links, now), indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def main():

@@ -80,7 +80,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import openpgp
+from ansible_collections.blackwell.inference.plugins.module_utils import files, openpgp
 
 # where keyring packages put keys apt trusts
 KEY_DIRS = ("usr/share/keyrings", "etc/apt/keyrings", "etc/apt/trusted.gpg.d")
@@ -130,7 +130,8 @@ def main():
             if not found:
                 module.fail_json(msg="%s installs no key file under %s: not a keyring package" % (p["src"], ", ".join("/" + d for d in KEY_DIRS)))
         else:
-            found = {p["src"]: openpgp.fingerprints(read(p["src"]))}
+            data = read(p["src"])
+            found = {p["src"]: openpgp.fingerprints(data)}
     except (OSError, openpgp.OpenPGPError) as exc:
         module.fail_json(msg="%s cannot be checked: %s" % (p["src"], exc))
     out = dict(fingerprints=found, checked=bool(expected), changed=False)
@@ -140,7 +141,6 @@ def main():
             os.unlink(p["src"])
         module.fail_json(msg="Refused, nothing written where apt reads keys: %s (expected fingerprint %s)" % ("; ".join(bad), expected), **out)
     if p["kind"] == "key":
-        data = read(p["src"])
         armored = b"-----BEGIN PGP PUBLIC KEY BLOCK-----" in data
         if p["dest"].endswith(".asc") != armored:  # apt reads a key file by its name: .asc armored, .gpg binary
             module.fail_json(
@@ -151,17 +151,7 @@ def main():
         same = os.path.isfile(p["dest"]) and read(p["dest"]) == data
         out["changed"] = not same
         if not same and not module.check_mode:
-            os.makedirs(os.path.dirname(p["dest"]), mode=0o755, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".trusted-key.", dir=os.path.dirname(p["dest"]))
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.chmod(tmp, 0o644)
-                os.rename(tmp, p["dest"])
-            except BaseException:
-                if os.path.lexists(tmp):
-                    os.unlink(tmp)
-                raise
+            files.write_atomic(p["dest"], data)
     module.exit_json(**out)
 
 
