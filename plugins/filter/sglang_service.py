@@ -6,7 +6,7 @@ from __future__ import annotations
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules, sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils import service_health, sglang_rules, sglang_service
 
 
 def _guard(func):
@@ -17,6 +17,11 @@ def _guard(func):
             raise AnsibleFilterError(str(exc)) from exc
 
     return wrapped
+
+
+def sample_refusal(request):
+    """'' when the sampled request is off ({}) or samples; else why it is refused."""
+    return "" if not request else service_health.sample_checked(dict(request)) or ""
 
 
 def verdict(smoke, ready_without_launch):
@@ -57,4 +62,5 @@ class FilterModule:
             "sglang_service_rollback_note": sglang_service.rollback_note,
             "sglang_service_last_good_policy": sglang_service.last_good_policy,
             "sglang_service_stale_workspaces": sglang_service.stale_workspaces,
+            "sglang_service_sample_refusal": sample_refusal,
         }

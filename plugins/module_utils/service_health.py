@@ -5,6 +5,8 @@ restarted) or keeps crashing will never answer, so the wait ends there instead o
 
 from __future__ import annotations
 
+import json
+
 PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts")
 
 
@@ -76,3 +78,59 @@ def parse_start(stdout):
             value = value.strip().lstrip("@")
             return int(float(value) * 1000000) if value.replace(".", "", 1).isdigit() else None
     return None
+
+
+def sample_checked(body):
+    """Refusal (str) of a sampled request that would not sample, or None.
+
+    SGLang samples only when temperature > 0 (and top_k is not 1); /health's own generate is greedy, so a request
+    that does not sample proves nothing /health did not. The request is SGLang's native /generate body.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("text", body.get("input_ids")), (str, list)):
+        return 'it must be /generate\'s JSON body: {"text": "...", "sampling_params": {...}}'
+    params = body.get("sampling_params")
+    if not isinstance(params, dict):
+        return "it has no sampling_params"
+    try:
+        temperature = float(params.get("temperature", 1.0))
+        top_k = int(params.get("top_k", -1))
+        top_p = float(params.get("top_p", 1.0))
+    except (TypeError, ValueError):
+        return "its temperature, top_k and top_p must be numbers"
+    if temperature <= 0 or top_k == 1:
+        return "it is greedy (temperature %s, top_k %s): SGLang samples only at temperature > 0 with top_k other than 1" % (temperature, top_k)
+    if not (0 < top_p <= 1):
+        return "its top_p %s is not in (0, 1]" % top_p
+    return None
+
+
+def sample_result(status, text):
+    """Judge the answer to the sampled request: (ok, detail). SGLang answers 200 with {"text": ..., "meta_info": ...};
+    an error answer carries {"error": {"message": ...}} (or a plain text body)."""
+    try:
+        doc = json.loads(text) if text else None
+    except ValueError:
+        doc = None
+    if status == 200 and isinstance(doc, dict) and isinstance(doc.get("text"), str):
+        return True, "answered %d characters" % len(doc["text"])
+    if status == -1:
+        return False, "no answer (%s)" % (text or "connection failed")
+    if status == 200:
+        return False, "answered 200 without a generated text: %s" % " ".join(str(text or "empty body").split())[:500]
+    message = None
+    if isinstance(doc, dict):
+        err = doc.get("error")
+        message = err.get("message") if isinstance(err, dict) else err or doc.get("detail") or doc.get("message")
+    message = " ".join(str(message or text or "").split())[:500]
+    return False, "answered HTTP %s: %s" % (status, message or "no body")
+
+
+def sample_failure(url, sampled, props):
+    """The message of a service that answered its health endpoint but failed the sampled request."""
+    return "answered %s but its sampled request to %s failed after %.0f s: %s (systemd: %s)" % (
+        url,
+        sampled["url"],
+        sampled["seconds"],
+        sampled["detail"],
+        describe(props),
+    )

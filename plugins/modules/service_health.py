@@ -17,6 +17,10 @@ description:
   - When the wait fails and O(unit) is given, the unit's journal since its last start is read for the causes this fleet
     has met (FlashInfer's empty arch set or CUDA gate, a JIT build without C(curand.h), an OOM kill, a driver older
     than torch's CUDA); each one found is named in the message with its journal line and its fix.
+  - With O(sample_url), an answer of O(url) is not enough - one sampled request (SGLang's C(/generate) with
+    temperature > 0) must then succeed too. SGLang's C(/health) generates greedily and never touches FlashInfer's
+    sampling kernels, the path that crashed in the incident; the sampled request takes them in the service's own
+    workers. It is asked once; its failure ends the wait with its answer and the journal's known causes.
   - Read-only; C(changed) is always false. It also waits in check mode (nothing is changed by asking).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
@@ -50,6 +54,18 @@ options:
         failing, for a read-only look at a service (O(timeout=0) asks once).
     type: bool
     default: true
+  sample_url:
+    description: After O(url) answers, POST O(sample_body) here (SGLang's C(/generate)); it must answer too.
+    type: str
+  sample_body:
+    description:
+      - The sampled request, SGLang's native C(/generate) body - C(text) and C(sampling_params) with C(temperature) > 0
+        (C(top_k) other than 1). A greedy body is refused, since it would prove nothing C(/health) did not.
+    type: dict
+  sample_timeout:
+    description: Seconds the sampled request may take (a cold JIT compile of the sampling module takes minutes).
+    type: int
+    default: 300
   cuda_version:
     description:
       - The CUDA version FlashInfer computes in the unit's environment (cuda_facts), named in the explanation of a
@@ -72,13 +88,18 @@ EXAMPLES = r"""
     url: http://127.0.0.1:30000/health
     unit: sglang-k26.service
     timeout: 600
+    # then one sampled request: FlashInfer's sampling kernels in the service's own workers
+    sample_url: http://127.0.0.1:30000/generate
+    sample_body:
+      text: The capital of France is
+      sampling_params: {temperature: 0.7, top_p: 0.9, top_k: 20, max_new_tokens: 4}
   register: health
   ignore_errors: true
 """
 
 RETURN = r"""
 answered:
-  description: Whether the endpoint answered HTTP 200.
+  description: Whether the endpoint answered HTTP 200 (and, with O(sample_url), the sampled request succeeded).
   returned: always
   type: bool
 msg:
@@ -86,9 +107,13 @@ msg:
   returned: when it did not answer
   type: str
 status:
-  description: HTTP status of the last try (-1 when nothing answered).
+  description: HTTP status of the last request (the sampled request's when the endpoint answered; -1 when nothing answered).
   returned: always
   type: int
+sample:
+  description: The sampled request - C(url), C(status), C(ok), C(detail), C(seconds), C(meta_info) of the answer.
+  returned: when sample_url is given and the endpoint answered
+  type: dict
 seconds:
   description: Seconds waited.
   returned: always
@@ -114,6 +139,7 @@ journal_error:
   type: dict
 """
 
+import json
 import time
 import urllib.error
 
@@ -134,6 +160,28 @@ def ask(url, timeout):
         return -1
 
 
+def post(url, body, timeout):
+    """(status, text) of a JSON POST; -1 and the error when nothing answered."""
+    data = json.dumps(body)
+    try:
+        with open_url(url, data=data, method="POST", headers={"Content-Type": "application/json"}, timeout=timeout, use_proxy=False) as resp:
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+    except (OSError, ValueError) as exc:
+        return -1, str(exc)
+
+
+def sample(url, body, timeout):
+    start = time.monotonic()
+    status, text = post(url, body, timeout)
+    ok, detail = health.sample_result(status, text)
+    res = {"url": url, "status": status, "ok": ok, "detail": detail, "seconds": round(time.monotonic() - start, 1)}
+    if ok:
+        res["meta_info"] = json.loads(text).get("meta_info")
+    return res
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -144,11 +192,18 @@ def main():
             "request_timeout": {"type": "int", "default": 5},
             "crash_limit": {"type": "int", "default": 3},
             "must_answer": {"type": "bool", "default": True},
+            "sample_url": {"type": "str"},
+            "sample_body": {"type": "dict"},
+            "sample_timeout": {"type": "int", "default": 300},
             "cuda_version": {"type": "str"},
         },
+        required_by={"sample_url": "sample_body"},
         supports_check_mode=True,
     )
     p = module.params
+    refused = health.sample_checked(p["sample_body"]) if p["sample_url"] else None
+    if refused:
+        module.fail_json(msg="sample_body: %s" % refused)
 
     def unit_state():
         if not p["unit"]:
@@ -164,19 +219,34 @@ def main():
     while True:
         status = ask(p["url"], p["request_timeout"])
         seconds = round(time.monotonic() - start, 1)
-        if status == 200:
+        if status == 200 and not p["sample_url"]:
             module.exit_json(changed=False, answered=True, status=status, seconds=seconds, unit_state=unit_state(), gave_up=None)
+        if status == 200:  # alive: now the sampled request, once
+            sampled = sample(p["sample_url"], p["sample_body"], p["sample_timeout"])
+            seconds = round(time.monotonic() - start, 1)
+            if sampled["ok"]:
+                module.exit_json(changed=False, answered=True, status=sampled["status"], seconds=seconds, unit_state=unit_state(), gave_up=None, sample=sampled)
+            finish(module, p, dict(status=sampled["status"], seconds=seconds, props=unit_state(), reason=None, sample=sampled))
         props = unit_state()
         reason = health.gave_up(props, restarts_before, p["crash_limit"])
         if reason or seconds >= p["timeout"]:
             break
         time.sleep(min(p["interval"], max(0.0, p["timeout"] - seconds)))
-    msg, extra = health.failure(p["url"], p["timeout"], seconds, status, props, reason), {}
+    finish(module, p, dict(status=status, seconds=seconds, props=props, reason=reason, sample=None))
+
+
+def finish(module, p, end):
+    """The result of a wait that ended without an answer (or with a failed sampled request)."""
+    if end["sample"]:
+        msg = health.sample_failure(p["url"], end["sample"], end["props"])
+    else:
+        msg = health.failure(p["url"], p["timeout"], end["seconds"], end["status"], end["props"], end["reason"])
+    extra = {"sample": end["sample"]} if end["sample"] else {}
     if p["unit"]:
-        extra = explain_failure(module, p["unit"], p["cuda_version"])
+        extra.update(explain_failure(module, p["unit"], p["cuda_version"]))
         if extra["causes"]:
             msg += "; its journal says why: " + journal.summary(extra["causes"])
-    result = dict(msg=msg, answered=False, status=status, seconds=seconds, unit_state=props, gave_up=reason, **extra)
+    result = dict(msg=msg, answered=False, status=end["status"], seconds=end["seconds"], unit_state=end["props"], gave_up=end["reason"], **extra)
     if p["must_answer"]:
         module.fail_json(**result)
     module.exit_json(changed=False, **result)

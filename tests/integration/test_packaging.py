@@ -68,13 +68,14 @@ def test_tarball_has_the_collection_and_nothing_of_the_lab(built):
 def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(built):
     modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins", "modules", "*.py")))
     filters = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "plugins", "filter", "*.yml")))
+    callbacks = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins", "callback", "*.py")))
     roles = sorted(os.listdir(os.path.join(ROOT, "roles")))
-    assert (
+    assert callbacks == ["fleet_summary"] and (
         modules == ["cuda_facts", "cuda_link", "host_lock", "jit_smoke", "paths", "service_health", "service_snapshot", "trusted_key", "unit_command"]
         and len(filters) >= 14
         and len(roles) == 3
     )
-    for kind, names in (("module", modules), ("filter", filters), ("role", roles)):
+    for kind, names in (("module", modules), ("filter", filters), ("callback", callbacks), ("role", roles)):
         for name in names:
             out = tool("ansible-doc", "-t", kind, "--json", "blackwell.inference." + name, cwd=str(built["work"]), env=built["env"]).stdout
             doc = json.loads(out)["blackwell.inference." + name]

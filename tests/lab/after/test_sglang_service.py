@@ -6,6 +6,7 @@ environment, /health). Runs after converge; the tests run in file order and each
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 
 from ..conftest import INVENTORY, ROOT, playbook, playbook_command, workspace
@@ -121,7 +122,51 @@ def test_verify_only_run_changes_nothing_and_reports(run):
     assert "/usr/local/cuda: /usr/local/cuda-12.8" in out
     command = "service command (the unit's own, interpreter moved to the managed venv): /opt/sglang/current/bin/python"
     assert command + " /usr/local/libexec/sglang-standin.py " + OWN_FLAGS in out, out[-3000:]
+    # /health is greedy; a sampled /generate, asked right after it, took FlashInfer's sampling module in the workers
+    assert "health answering, sampled request ok (http://127.0.0.1:30000/generate: answered" in out, out[-3000:]
     assert service_state(run) == before
+
+
+def generate(run, params):
+    body = json.dumps({"text": "The capital of France is", "sampling_params": params})
+    script = (
+        "import json, sys, urllib.request, urllib.error\n"
+        "req = urllib.request.Request('http://127.0.0.1:30000/generate', data=sys.argv[1].encode(), headers={'Content-Type': 'application/json'})\n"
+        "try:\n    r = urllib.request.urlopen(req, timeout=120); print(r.status, r.read().decode())\n"
+        "except urllib.error.HTTPError as e:\n    print(e.code, e.read().decode())\n"
+    )
+    status, _sep, answer = run("python3 -c %s %s" % (shlex.quote(script), shlex.quote(body))).strip().partition(" ")
+    return int(status), json.loads(answer)
+
+
+def test_a_sampled_request_takes_the_sampling_module_in_the_workers_and_compiles_nothing(run):
+    # greedy, as /health asks: no worker touches FlashInfer's sampling
+    status, answer = generate(run, {"temperature": 0.0, "max_new_tokens": 1})
+    assert status == 200 and answer["meta_info"] == {"sampled": False, "workers": []}
+    status, answer = generate(run, {"temperature": 0.7, "top_p": 0.9, "top_k": 20, "max_new_tokens": 4})
+    workers = answer["meta_info"]["workers"]
+    assert status == 200 and answer["meta_info"]["sampled"] and [w["modules"] for w in workers] == [["sampling"]], answer
+    # in the service's worker process (alive since the start), from the warm workspace: FlashInfer logged no compile
+    assert workers[0]["pid"] == health(run)["workers"][0]["pid"] and workers[0]["builds"] == [], workers
+    assert workers[0]["seconds"] < 5.0, workers
+    # the health check's own verdict on a sampled request that fails (a path the server does not serve): not answered
+    cmd, env = adhoc_command(
+        "blackwell.inference.service_health",
+        json.dumps(
+            {
+                "url": "http://127.0.0.1:30000/health",
+                "unit": UNIT,
+                "timeout": 0,
+                "must_answer": False,
+                "sample_url": "http://127.0.0.1:30000/v1/none",
+                "sample_body": {"text": "x", "sampling_params": {"temperature": 0.7}},
+            }
+        ),
+    )
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    res = json.loads(proc.stdout.split("=>", 1)[1])
+    assert res["answered"] is False and res["status"] == 404 and res["sample"]["ok"] is False, res
+    assert res["msg"].startswith("answered http://127.0.0.1:30000/health but its sampled request to http://127.0.0.1:30000/v1/none failed"), res
 
 
 def test_check_mode_with_a_changed_environment_changes_nothing(run):

@@ -48,6 +48,10 @@ WRONG_VALUES = {
     "sglang_service_port": [0, 70000],
     "sglang_service_health_path": ["health"],
     "sglang_service_health_timeout": [0],
+    # greedy (what /health asks itself): proves nothing about FlashInfer's sampling
+    "sglang_service_sample_request": [{"text": "x", "sampling_params": {"temperature": 0.0}}],
+    "sglang_service_sample_path": ["generate"],
+    "sglang_service_sample_timeout": [0],
     "sglang_service_smoke_timeout": [-5],
     "sglang_service_marker": ["Bad-Name"],
     "sglang_service_mode": ["sidecar"],

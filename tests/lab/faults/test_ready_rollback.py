@@ -83,6 +83,9 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     flat = " ".join(out.split())
     cause = "ct200 is NOT READY: the restarted service did not answer http://127.0.0.1:30000/health: the unit is failed and will not be restarted after"
     assert rc != 0 and cause in flat and "ActiveState=failed SubState=failed Result=exit-code ExecMainStatus=2" in flat, out[-4000:]
+    # the fleet summary at the end of the run names the host NOT READY with the same cause
+    (row,) = [x for x in out[out.index("BLACKWELL INFERENCE FLEET SUMMARY") :].splitlines() if x.startswith("ct200 ")]
+    assert re.search(r" NOT READY +failed at .*did not answer http://127\.0\.0\.1:30000/health", row), row
     waited = re.search(r"will not be restarted after (\d+) s", flat)
     assert int(waited.group(1)) < 60, "the wait did not end on the unit's failure: " + flat[-2000:]  # not its 600 s timeout
     # the journal since that start was read (argparse's message is there) and names no known cause for a flag error

@@ -85,3 +85,57 @@ def test_failure_of_a_single_look():
         "ActiveState=failed SubState=failed Result=exit-code ExecMainStatus=2 NRestarts=0)"
     )
     assert sh.failure("http://h/health", 0, 0.1, 503, {}, None) == "does not answer http://h/health (last status 503; systemd: no state)"
+
+
+SAMPLED = {"text": "The capital of France is", "sampling_params": {"temperature": 0.7, "top_p": 0.9, "top_k": 20, "max_new_tokens": 4}}
+
+
+@pytest.mark.parametrize(
+    "body, refusal",
+    [
+        (SAMPLED, None),
+        ({"input_ids": [1, 2, 3], "sampling_params": {"temperature": 1.0}}, None),
+        # what SGLang 0.5.23's /health asks for itself: greedy, never FlashInfer's sampling
+        ({"text": "x", "sampling_params": {"max_new_tokens": 1, "temperature": 0.0}}, "it is greedy (temperature 0.0, top_k -1)"),
+        ({"text": "x", "sampling_params": {"temperature": 0.7, "top_k": 1}}, "it is greedy (temperature 0.7, top_k 1)"),
+        ({"text": "x", "sampling_params": {"temperature": 0.7, "top_p": 0}}, "its top_p 0.0 is not in (0, 1]"),
+        ({"text": "x", "sampling_params": {"temperature": "hot"}}, "its temperature, top_k and top_p must be numbers"),
+        ({"text": "x"}, "it has no sampling_params"),
+        ({"sampling_params": {"temperature": 1}}, "it must be /generate's JSON body"),
+        (None, "it must be /generate's JSON body"),
+    ],
+)
+def test_a_sampled_request_must_sample(body, refusal):
+    got = sh.sample_checked(body)
+    assert (got is None and refusal is None) or (got and got.startswith(refusal)), got
+
+
+@pytest.mark.parametrize(
+    "status, text, ok, detail",
+    [
+        # SGLang 0.5.23's /generate answer (http_server.py: the text and meta_info of one request)
+        (200, '{"text": " Paris.", "meta_info": {"id": "a1", "finish_reason": {"type": "length", "length": 4}}}', True, "answered 7 characters"),
+        # its error answer (ORJSONResponse of {"error": {"message": ...}}, HTTP 400) and a scheduler crash
+        (400, '{"error": {"message": "temperature must be non-negative"}}', False, "answered HTTP 400: temperature must be non-negative"),
+        (
+            500,
+            '{"error": {"message": "TP rank 0: RuntimeError: FlashInfer requires GPUs with sm75 or higher"}}',
+            False,
+            "answered HTTP 500: TP rank 0: RuntimeError: FlashInfer requires GPUs with sm75 or higher",
+        ),
+        (502, "Bad Gateway", False, "answered HTTP 502: Bad Gateway"),
+        (200, '{"meta_info": {}}', False, 'answered 200 without a generated text: {"meta_info": {}}'),
+        (-1, "timed out", False, "no answer (timed out)"),
+    ],
+)
+def test_the_answer_to_the_sampled_request(status, text, ok, detail):
+    assert sh.sample_result(status, text) == (ok, detail)
+
+
+def test_sample_failure_names_both_requests_and_the_unit():
+    sampled = {"url": "http://127.0.0.1:30000/generate", "seconds": 1.2, "detail": "answered HTTP 500: TP rank 0: boom"}
+    msg = sh.sample_failure("http://127.0.0.1:30000/health", sampled, sh.parse_show(RUNNING))
+    assert msg == (
+        "answered http://127.0.0.1:30000/health but its sampled request to http://127.0.0.1:30000/generate failed after 1 s: "
+        "answered HTTP 500: TP rank 0: boom (systemd: ActiveState=active SubState=running Result=success ExecMainStatus=0 NRestarts=0)"
+    )

@@ -1,0 +1,141 @@
+"""The end-of-run table across hosts: rows from the facts and results a run saw (shapes of cuda_facts' blackwell_cuda
+and the service role's sglang_service_summary on the lab's ct200), the table and the JSON document."""
+
+import json
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import fleet_summary as fs
+
+GPU = {"index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "uuid": "GPU-0", "compute_capability": "12.0", "memory_mib": 97887}
+HOPPER = {"index": 8, "name": "NVIDIA H200", "uuid": "GPU-8", "compute_capability": "9.0", "memory_mib": 143771}
+CONVERGED = {
+    "gpus": [dict(GPU, index=i, uuid="GPU-%d" % i) for i in range(8)],
+    "compute_capabilities": ["12.0"],
+    "driver": {"present": True, "version": "580.95.05", "cuda_version": "13.0", "error": None},
+    "flashinfer": {
+        "version": "0.7.4",
+        "cuda_home": "/usr/local/cuda-13.0",
+        "cuda_home_source": "CUDA_HOME",
+        "cuda_version": "13.0",
+        "cuda_version_source": "nvcc",
+        "target_archs": ["120a"],
+        "accepted": True,
+        "error": None,
+    },
+    "sglang": None,
+}
+# the seeds' ct200: 12.8's nvcc won FlashInfer's lookup
+INCIDENT = dict(
+    CONVERGED,
+    flashinfer=dict(
+        CONVERGED["flashinfer"],
+        version="0.7.0",
+        cuda_home="/usr/local",
+        cuda_version="12.8",
+        target_archs=[],
+        accepted=False,
+        error="SM 12.x requires CUDA >= 12.9",
+    ),
+)
+NO_DRIVER = dict(
+    CONVERGED,
+    gpus=[],
+    compute_capabilities=[],
+    driver={"present": False, "error": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"},
+)
+READY = {
+    "unit": "sglang-k26.service",
+    "mode": "dropin",
+    "ready": True,
+    "state": "validated and serving",
+    "reason": "compiled, JIT cache warm (sampling); not launched (no GPU device node (/dev/nvidia0)), allowed by policy",
+    "health": "200",
+}
+NOT_READY = dict(
+    READY, ready=False, state="failed", health="-1", reason="the restarted service did not answer http://127.0.0.1:30000/health: the unit is failed"
+)
+
+
+def test_gpus_one_part_per_compute_capability():
+    assert fs.gpus(CONVERGED) == "8x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)"
+    mixed = dict(CONVERGED, gpus=[*CONVERGED["gpus"][:2], HOPPER], compute_capabilities=["9.0", "12.0"])
+    assert fs.gpus(mixed) == "1x NVIDIA H200 (CC 9.0), 2x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)"
+    assert fs.gpus(NO_DRIVER) == "none (NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver)"
+    assert fs.gpus(None) == "-"
+
+
+def test_toolkit_and_flashinfer_verdict():
+    assert fs.toolkit(CONVERGED) == "13.0 (/usr/local/cuda-13.0)" and fs.flashinfer(CONVERGED) == "0.7.4 ACCEPTED (120a)"
+    assert fs.toolkit(INCIDENT) == "12.8 (/usr/local)" and fs.flashinfer(INCIDENT) == "0.7.0 REFUSED: SM 12.x requires CUDA >= 12.9"
+    assert fs.toolkit(None) == "-" and fs.flashinfer({}) == "-"
+
+
+def test_a_refusal_inside_sglangs_workers_is_the_services():
+    workers = [{"compute_capability": "12.0", "arch_list": "12.0a", "accepted": False, "error": "no CUDA >= 12.9 for 120a"}]
+    facts = dict(CONVERGED, sglang={"version": "0.5.23", "workers": workers})
+    assert fs.flashinfer(facts) == "0.7.4 REFUSED in SGLang's workers (CC 12.0): no CUDA >= 12.9 for 120a"
+    facts["sglang"]["workers"][0]["accepted"] = True
+    assert fs.flashinfer(facts) == "0.7.4 ACCEPTED (120a)"
+
+
+@pytest.mark.parametrize(
+    "kwargs, status, ready, why",
+    [
+        (dict(cuda=CONVERGED, summary=READY), "READY", True, READY["reason"]),
+        # the service role's own verdict; the play's last task fails such a host with the same reason
+        (dict(cuda=CONVERGED, summary=NOT_READY, failure=("Fail hosts that are not ready", "ct200 is NOT READY")), "NOT READY", False, NOT_READY["reason"]),
+        # failed before the service role's verdict: the task and its message
+        (
+            dict(cuda=INCIDENT, failure=("Refuse what cannot be served", "cuda_toolkit_versions:\n  13.0.9 has no pinned packages")),
+            "NOT READY",
+            False,
+            "failed at 'Refuse what cannot be served': cuda_toolkit_versions: 13.0.9 has no pinned packages",
+        ),
+        (dict(summary=READY, failure=("Give the host's lock back", "boom")), "NOT READY", False, 'failed at "Give the host\'s lock back": boom'),
+        (
+            dict(unreachable="Failed to connect to the host via ssh: ssh: connect to host 10.251.0.3 port 22: No route to host"),
+            "UNREACHABLE",
+            False,
+            "Failed to connect to the host via ssh: ssh: connect to host 10.251.0.3 port 22: No route to host",
+        ),
+        (dict(reached=False, stopped="the roll stopped before its batch (after ct201)"), "NOT RUN", False, "the roll stopped before its batch (after ct201)"),
+        (dict(cuda=CONVERGED), "NOT READY", False, "no service summary (the tags chosen skip it, or check mode)"),
+        (dict(cuda=CONVERGED, summary=dict(READY, ready="True")), "READY", True, READY["reason"]),
+    ],
+)
+def test_row_status_and_why(kwargs, status, ready, why):
+    r = fs.row("ct200", **kwargs)
+    assert (r["status"], r["ready"], r["why"]) == (status, ready, why)
+    assert set(r) == {"host", "gpus", "toolkit", "flashinfer", "service", "status", "ready", "why"}
+
+
+def test_service_column():
+    assert fs.service(READY) == "sglang-k26.service answering"
+    assert fs.service(NOT_READY) == "sglang-k26.service not answering (-1)"
+    assert fs.service(None) == "-"
+    failed = dict(READY, health=404, sample={"url": "http://127.0.0.1:30000/generate", "status": 404, "ok": False, "detail": "answered HTTP 404: {}"})
+    assert fs.service(failed) == "sglang-k26.service answering, sampled request failed (404)"
+    assert fs.service(dict(READY, sample={"ok": True, "status": 200})) == "sglang-k26.service answering"
+
+
+def test_long_reasons_stay_on_one_line():
+    r = fs.row("ct200", failure=("t", "line one\n" + "x" * 400))
+    assert "\n" not in r["why"] and len(r["why"]) <= 320 and r["why"].endswith("...")
+
+
+def test_table_lines_up_the_columns_and_the_document_counts():
+    rows = [
+        fs.row("ct200", cuda=CONVERGED, summary=READY),
+        fs.row("ct201", cuda=INCIDENT, failure=("Check the toolkit", "nvcc 13.0 does not run")),
+        fs.row("ct202", reached=False, stopped="the roll stopped before its batch (after ct201)"),
+    ]
+    lines = fs.table(rows)
+    assert lines[0].split() == ["host", "GPUs", "toolkit", "FlashInfer", "service", "status", "why"]
+    assert lines[1].startswith("ct200  8x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)  13.0 (/usr/local/cuda-13.0)  0.7.4 ACCEPTED (120a)")
+    # every row's status starts in the same column
+    col = lines[0].index("status")
+    assert [line[col:].split("  ")[0] for line in lines[1:]] == ["READY", "NOT READY", "NOT RUN"]
+    doc = json.loads(json.dumps(fs.document(rows, playbook="site.yml", started="2026-12-02T00:00:00Z", ended="2026-12-02T00:10:00Z")))
+    assert doc["hosts"] == 3 and doc["ready"] == 1 and doc["counts"] == {"READY": 1, "NOT READY": 1, "NOT RUN": 1}
+    assert [r["host"] for r in doc["rows"]] == ["ct200", "ct201", "ct202"] and doc["playbook"] == "site.yml"
