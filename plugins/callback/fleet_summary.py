@@ -14,7 +14,9 @@ description:
   - A host's row comes from what the run saw of it - the last C(blackwell_cuda) facts, the service role's
     C(sglang_service_summary), the task that failed it, or the connection error. A host in a batch the roll never
     reached (a failed batch stops a serial play) is listed as NOT RUN, with the host that stopped it.
-  - Prints nothing for a run that touched none of this collection's facts, unless a JSON path is given.
+  - Prints nothing for a run that touched none of this collection's facts, unless a JSON path is given, and nothing
+    for an ad-hoc C(ansible) command or under a JSON stdout callback (whose output must stay JSON); the JSON file is
+    still written when a path is given.
   - Enable it in C(ansible.cfg) with C(callbacks_enabled = blackwell.inference.fleet_summary).
 requirements:
   - enabled in C(callbacks_enabled)
@@ -35,6 +37,7 @@ import datetime
 import json
 import os
 
+from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.blackwell.inference.plugins.module_utils import files, fleet_summary
@@ -64,6 +67,11 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_start(self, playbook):
         self._playbook = getattr(playbook, "_file_name", None)
+
+    def _quiet(self):
+        """An ad-hoc command, or a stdout callback whose output is machine-read: no table on stdout."""
+        stdout = str(C.DEFAULT_STDOUT_CALLBACK or "")
+        return self._playbook == "__adhoc_playbook__" or stdout.endswith("json")
 
     def v2_playbook_on_play_start(self, play):
         manager = play.get_variable_manager()
@@ -129,15 +137,17 @@ class CallbackModule(CallbackBase):
             )
             for host in self._hosts
         ]
-        self._display.banner("BLACKWELL INFERENCE FLEET SUMMARY")
-        for line in fleet_summary.table(rows):
-            self._display.display(line)
-        self._display.display("%d of %d hosts READY" % (sum(1 for r in rows if r["ready"]), len(rows)))
+        quiet = self._quiet()
+        if not quiet:
+            self._display.banner("BLACKWELL INFERENCE FLEET SUMMARY")
+            for line in fleet_summary.table(rows):
+                self._display.display(line)
+            self._display.display("%d of %d hosts READY" % (sum(1 for r in rows if r["ready"]), len(rows)))
         if path:
-            self._write(
-                os.path.abspath(os.path.expanduser(path)), fleet_summary.document(rows, playbook=self._playbook, started=self._started, ended=self._now())
-            )
-            self._display.display("fleet summary written to %s" % path)
+            doc = fleet_summary.document(rows, playbook=self._playbook, started=self._started, ended=self._now())
+            self._write(os.path.abspath(os.path.expanduser(path)), doc)
+            if not quiet:
+                self._display.display("fleet summary written to %s" % path)
 
     def _write(self, path, doc):
         files.write_atomic(path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())

@@ -84,3 +84,29 @@ def test_the_table_and_the_json_name_every_host_of_a_stopped_roll(tmp_path):
     rows = {r["host"]: r for r in doc["rows"]}
     assert rows["ct200"]["ready"] is True and rows["ct200"]["flashinfer"].startswith("0.7.4 ACCEPTED")
     assert rows["ct202"]["status"] == "NOT RUN" and doc["playbook"].endswith("site.yml")
+
+
+def test_under_a_json_stdout_callback_the_output_stays_json_and_the_file_is_still_written(tmp_path):
+    (tmp_path / "site.yml").write_text(yaml.safe_dump(PLAY))
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"inference": {"hosts": {"ct200": local}}}))
+    summary = tmp_path / "fleet.json"
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+        BLACKWELL_INFERENCE_SUMMARY_JSON=str(summary),
+    )
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "site.yml")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["stats"]["ct200"]["failures"] == 0  # nothing but the JSON on stdout
+    doc = json.loads(summary.read_text())
+    assert doc["ready"] == 1 and doc["rows"][0]["status"] == "READY"
