@@ -47,7 +47,7 @@ LAB_FILE_SECONDS = {
     "tests/lab/after/test_sglang_service.py": 330,
     "tests/lab/faults/test_security.py": 300,
     "tests/lab/faults/test_bad_variables.py": 100,
-    "tests/lab/after/test_cuda_toolkit.py": 80,
+    "tests/lab/after/test_cuda_toolkit.py": 130,
     "tests/lab/after/test_operator_account.py": 90,
     "tests/lab/before/test_cuda_link.py": 350,
     "tests/lab/before/test_cuda_repo_trust.py": 120,

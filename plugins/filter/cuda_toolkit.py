@@ -23,6 +23,10 @@ def cuda_nvcc_arch(entry):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def cuda_package_changes(plan, dpkg_query_stdout):
+    return cuda_plan.changes(plan, cuda_plan.parse_installed(dpkg_query_stdout or ""))
+
+
 def cuda_driver_too_old(driver_version, min_driver):
     return cuda_plan.driver_too_old(driver_version, min_driver)
 
@@ -31,6 +35,7 @@ class FilterModule:
     def filters(self):
         return {
             "cuda_package_plan": cuda_package_plan,
+            "cuda_package_changes": cuda_package_changes,
             "cuda_driver_too_old": cuda_driver_too_old,
             "cuda_nvcc_arch": cuda_nvcc_arch,
             "cuda_toolkit_summary": cuda_plan.summarize,

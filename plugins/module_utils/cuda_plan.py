@@ -115,3 +115,96 @@ def summary_line(entry):
         " ".join(entry["compiled_for"]) or ("FAILED" if entry["wanted"] else "not checked (not managed here)"),
         " [/usr/local/cuda]" if entry["default"] else "",
     )
+
+
+def _order(char):
+    """dpkg's weight of one non-digit character: ~ sorts before the end, letters before other characters."""
+    if char == "~":
+        return -1
+    if char.isalpha():
+        return ord(char)
+    return ord(char) + 256
+
+
+def _verrevcmp(a, b):
+    """dpkg's comparison of an upstream version or a revision: non-digit runs by _order, digit runs as numbers."""
+    i = j = 0
+    while i < len(a) or j < len(b):
+        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
+            ac = _order(a[i]) if i < len(a) and not a[i].isdigit() else 0
+            bc = _order(b[j]) if j < len(b) and not b[j].isdigit() else 0
+            if ac != bc:
+                return -1 if ac < bc else 1
+            i, j = i + 1, j + 1
+        si = i
+        while i < len(a) and a[i].isdigit():
+            i += 1
+        sj = j
+        while j < len(b) and b[j].isdigit():
+            j += 1
+        na, nb = int(a[si:i] or 0), int(b[sj:j] or 0)
+        if na != nb:
+            return -1 if na < nb else 1
+    return 0
+
+
+def _split_version(version):
+    version = str(version).strip()
+    epoch, sep, rest = version.partition(":")
+    if not sep:
+        epoch, rest = "0", version
+    upstream, sep, revision = rest.rpartition("-")
+    if not sep:
+        upstream, revision = rest, ""
+    return int(epoch or 0), upstream, revision
+
+
+def compare_versions(a, b):
+    """-1, 0 or 1 as `dpkg --compare-versions a lt|eq|gt b` says (epoch, upstream version, revision)."""
+    ea, ua, ra = _split_version(a)
+    eb, ub, rb = _split_version(b)
+    if ea != eb:
+        return -1 if ea < eb else 1
+    return _verrevcmp(ua, ub) or _verrevcmp(ra, rb)
+
+
+def parse_installed(stdout):
+    """`dpkg-query -W -f='${Package} ${Version} ${Status}\\n' NAMES...` -> {name: {version, held}} of installed ones."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[-1] == "installed":
+            out[parts[0]] = {"version": parts[1], "held": parts[2] == "hold"}
+    return out
+
+
+def changes(plan_, installed):
+    """What installing the plan does to each of its packages, given parse_installed's result.
+
+    {install: [name], upgrade: [{name, installed, wanted, held}], downgrade: [...], unchanged: [name], unheld: [name],
+    downgrades: the downgrades in words}:
+    a downgrade is refused by the role (nothing pinned goes backwards behind the operator's back); an upgrade of a
+    held package is a pin bump, which the role makes and holds again; unheld lists those the role has to hold after
+    the install: not held yet, or upgraded (apt-get --allow-change-held-packages leaves an upgraded package unheld).
+    """
+    res = {"install": [], "upgrade": [], "downgrade": [], "unchanged": [], "unheld": []}
+    for release in plan_:
+        for spec in release["packages"]:
+            name, _sep, wanted = spec.partition("=")
+            have = installed.get(name)
+            if have is None:
+                res["install"].append(name)
+            else:
+                cmp = compare_versions(have["version"], wanted)
+                entry = {"name": name, "installed": have["version"], "wanted": wanted, "held": have["held"]}
+                if cmp < 0:
+                    res["upgrade"].append(entry)
+                elif cmp > 0:
+                    res["downgrade"].append(entry)
+                else:
+                    res["unchanged"].append(name)
+            # apt drops the hold of a package it upgrades through it (seen in the lab): hold those again too
+            if not (have and have["held"]) or name in (u["name"] for u in res["upgrade"]):
+                res["unheld"].append(name)
+    res["downgrades"] = ", ".join("%(name)s from %(installed)s to %(wanted)s" % d for d in res["downgrade"])
+    return res

@@ -1,12 +1,15 @@
-"""After converge: CUDA 13.0 beside 12.8, pinned, held, /usr/local/cuda untouched, a real compile."""
+"""After converge: CUDA 13.0 beside 12.8, pinned, held, /usr/local/cuda untouched, a real compile; then a pin bump."""
 
+import importlib.util
+import os
 import shlex
 
 import pytest
+import yaml
 
-from ..conftest import playbook
+from ..conftest import ROOT, playbook
 
-LAB_READ_ONLY = True  # reads, or asserts that its runs changed nothing: the next file needs no reset
+LAB_READ_ONLY = True  # reads, or asserts that its runs changed nothing, except the last test (a `fresh` one)
 
 SLIM_13_0 = {
     "cuda-nvcc-13-0": "13.0.88-1",
@@ -65,3 +68,69 @@ def test_verify_only_run_changes_nothing(host_state):
     assert rc == 0 and recap.get("changed") == 0, out[-3000:]
     assert "/usr/local/cuda-13.0: CUDA 13.0.88, JIT-ready: yes, compiles: sm_120a" in out
     assert host_state() == before
+
+
+# -- a pin bump (issue 13 item 3), last in this file: it changes the host (the `fresh` fixture resets the next file) --
+# The role holds its CUDA 13.0 packages; bumping cuda_toolkit_versions to the lab mirror's second 13.0 patch release
+# (13.0.3: the same real binaries repacked with new versions, tests/fixtures/lab/build_aptrepo.py) upgrades them
+# through the hold without anyone unholding them, holds them again, keeps every /usr/local/cuda link where it was
+# (13.0's config-common postinst runs again on the upgrade), and 13.0 still compiles. The older pin again is a
+# downgrade, refused before any change with the packages named. Only the preflight and install phases run (the
+# rest of the role is covered above and by the scenario).
+
+_spec = importlib.util.spec_from_file_location("build_aptrepo", os.path.join(ROOT, "tests", "fixtures", "lab", "build_aptrepo.py"))
+aptrepo = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(aptrepo)
+PIN_TAGS = "cuda_toolkit_preflight,cuda_toolkit_install"
+
+STATE = "dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n' | grep -- '-13-0 '; update-alternatives --query cuda | grep -E '^(Status|Value):'"
+LINKS = "for l in /usr/local/cuda /usr/local/cuda-12 /usr/local/cuda-13; do echo $l $(readlink $l) $(readlink -f $l); done"
+
+
+def shipped_pins():
+    with open(os.path.join(ROOT, "roles", "cuda_toolkit", "vars", "main.yml")) as fh:
+        return yaml.safe_load(fh)["__cuda_toolkit_releases"]["13.0.2"]["packages"]
+
+
+def bumped_pins():
+    return {name: aptrepo.patch_version(name, v) if "-13-0" in name else v for name, v in shipped_pins().items()}
+
+
+def installed(run):
+    rows = [line.split() for line in run("dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'").splitlines()]
+    return {r[0]: (r[1], r[2]) for r in rows if len(r) == 3}
+
+
+def test_a_pin_bump_upgrades_the_held_packages_keeps_the_links_and_a_downgrade_is_refused(fresh, run):
+    old, new = shipped_pins(), bumped_pins()
+    before = installed(run)
+    bumped = sorted(n for n in new if new[n] != old[n] and n in before)  # the slim set (not the cuda-toolkit-13-0 meta)
+    assert {"cuda-nvcc-13-0", "libcurand-dev-13-0", "cuda-toolkit-13-0-config-common"} <= set(bumped), bumped
+    # the fault's precondition: the role's packages are held at the shipped release
+    assert bumped and all(before[n] == (old[n], "hi") for n in bumped), {n: before.get(n) for n in bumped}
+    links = run(LINKS)
+    assert "/usr/local/cuda /etc/alternatives/cuda /usr/local/cuda-12.8" in links, links
+    pins = {"cuda_toolkit_versions": [aptrepo.PATCH_RELEASE], "cuda_toolkit_package_versions": {aptrepo.PATCH_RELEASE: new}}
+
+    rc, out, recap = playbook("--tags", PIN_TAGS, extra_vars=pins)
+    assert rc == 0 and recap["changed"] > 0, out[-4000:]
+    after = installed(run)
+    assert {n: after[n] for n in bumped} == {n: (new[n], "hi") for n in bumped}  # upgraded through the hold, held again
+    assert all(after[n] == before[n] for n in new if n not in bumped and n in before)  # the shared config-common as it was
+    assert run(LINKS) == links  # the postinst of 13.0's config-common ran again and moved nothing
+    assert "release 12.8" in run("/usr/local/cuda/bin/nvcc --version")
+    # the bumped 13.0 compiles for the GPUs
+    src = shlex.quote("__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }")
+    run("cd /tmp && printf '%%s\\n' %s > bump.cu && /usr/local/cuda-13.0/bin/nvcc -arch=sm_120a -c bump.cu -o bump.o && test -s bump.o" % src)
+
+    rc, out, recap = playbook("--tags", PIN_TAGS, extra_vars=pins)
+    assert rc == 0 and recap["changed"] == 0, out[-4000:]
+
+    state = run(STATE)
+    rc, out, _recap = playbook("--tags", "cuda_toolkit_preflight")  # the shipped 13.0.2 again: a downgrade
+    flat = " ".join(out.split())
+    assert rc != 0 and "cuda_toolkit_versions=['13.0.2'] would downgrade " in flat, flat[-3000:]
+    for name in ("cuda-nvcc-13-0", "cuda-toolkit-13-0-config-common"):
+        assert "%s from %s to %s" % (name, new[name], old[name]) in flat, flat[-3000:]
+    assert "the role never moves an installed toolkit backwards" in flat
+    assert run(STATE) == state and run(LINKS) == links

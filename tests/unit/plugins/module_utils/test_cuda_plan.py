@@ -95,3 +95,76 @@ def test_summary_lines():
         "/usr/local/cuda-12.8: CUDA 12.8.93, JIT-ready: no, compiles: not checked (not managed here) [/usr/local/cuda]",
         "/usr/local/cuda-13.0: CUDA 13.0.88, JIT-ready: yes, compiles: sm_120a",
     ]
+
+
+# every row checked with `dpkg --compare-versions A lt|eq|gt B` (dpkg 1.21.22, Debian 12)
+DPKG_ORDER = [
+    ("13.0.88-1", "13.0.88-2", -1),
+    ("13.0.88-1", "13.0.88-1", 0),
+    ("13.0.96-1", "13.0.88-1", 1),
+    ("1:12.8-1", "13.0-1", 1),
+    ("13.0~rc1-1", "13.0-1", -1),
+    ("13.0.2-1", "13.0.10-1", -1),
+    ("13.0-1", "13.0", 1),
+    ("13.0a-1", "13.0-1", 1),
+    ("13.0+lab1-1", "13.0-1", 1),
+    ("2.0-1ubuntu1", "2.0-1", 1),
+    ("1.0~~a", "1.0~", -1),
+    ("12.8.90-1", "13.0.88-1", -1),
+]
+
+
+@pytest.mark.parametrize("row", DPKG_ORDER)
+def test_versions_compare_as_dpkg_does(row):
+    first, second, expected = row
+    assert cp.compare_versions(first, second) == expected
+    assert cp.compare_versions(*reversed(row[:2])) == -expected  # and the other way round
+
+
+# dpkg-query -W -f='${Package} ${Version} ${Status}\n' on a host the role converged for 13.0.2 (held), 12.8's
+# config-common from NVIDIA's repo not held, one package removed with its config kept
+DPKG_QUERY = """cuda-toolkit-config-common 13.0.96-1 hold ok installed
+cuda-toolkit-13-config-common 13.0.96-1 hold ok installed
+cuda-toolkit-13-0-config-common 13.0.96-1 hold ok installed
+cuda-nvcc-13-0 13.0.88-1 hold ok installed
+cuda-crt-13-0 13.0.88-1 install ok installed
+libcurand-dev-13-0 10.4.0.35-1 deinstall ok config-files
+"""
+
+
+def test_parse_installed_keeps_installed_packages_and_their_hold():
+    got = cp.parse_installed(DPKG_QUERY)
+    assert got["cuda-nvcc-13-0"] == {"version": "13.0.88-1", "held": True}
+    assert got["cuda-crt-13-0"] == {"version": "13.0.88-1", "held": False}
+    assert "libcurand-dev-13-0" not in got and cp.parse_installed("") == {}
+
+
+def plan_of(pins):
+    return [{"release": "13.0.3", "version": "13.0", "packages": ["%s=%s" % kv for kv in pins.items()]}]
+
+
+def test_a_pin_bump_upgrades_the_held_packages_and_a_lower_pin_is_a_downgrade():
+    installed = cp.parse_installed(DPKG_QUERY)
+    bump = plan_of(
+        {"cuda-toolkit-config-common": "13.0.96-1", "cuda-nvcc-13-0": "13.0.88-2", "cuda-crt-13-0": "13.0.88-2", "libcurand-dev-13-0": "10.4.0.35-1"}
+    )
+    got = cp.changes(bump, installed)
+    assert got["install"] == ["libcurand-dev-13-0"] and got["unchanged"] == ["cuda-toolkit-config-common"] and got["downgrade"] == []
+    assert got["upgrade"] == [
+        {"name": "cuda-nvcc-13-0", "installed": "13.0.88-1", "wanted": "13.0.88-2", "held": True},
+        {"name": "cuda-crt-13-0", "installed": "13.0.88-1", "wanted": "13.0.88-2", "held": False},
+    ]
+    # crt was not held, libcurand-dev is new, nvcc loses its hold in the upgrade (apt's doing): all three held after
+    assert got["unheld"] == ["cuda-nvcc-13-0", "cuda-crt-13-0", "libcurand-dev-13-0"]
+    back = cp.changes(plan_of({"cuda-nvcc-13-0": "13.0.48-1", "cuda-toolkit-config-common": "1:12.0-1"}), installed)
+    assert [d["name"] for d in back["downgrade"]] == ["cuda-nvcc-13-0"] and back["upgrade"][0]["name"] == "cuda-toolkit-config-common"
+    assert back["downgrades"] == "cuda-nvcc-13-0 from 13.0.88-1 to 13.0.48-1" and got["downgrades"] == ""
+
+
+def test_the_shipped_release_is_unchanged_on_a_host_converged_for_it():
+    with open(ROLE_VARS) as fh:
+        known = yaml.safe_load(fh)["__cuda_toolkit_releases"]
+    shipped = cp.plan(["13.0.2"], "slim", known)
+    query = "".join("%s %s hold ok installed\n" % tuple(p.split("=")) for p in shipped[0]["packages"])
+    got = cp.changes(shipped, cp.parse_installed(query))
+    assert got["upgrade"] == got["downgrade"] == got["install"] == got["unheld"] == [] and len(got["unchanged"]) == len(shipped[0]["packages"])
