@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 from .conftest import BIN, CACHE, ROOT, ansible_module
 
@@ -33,8 +34,10 @@ def cuda_home(tmp_path_factory):
     ).stdout.strip()
     pool = os.path.join(repo, "mirror", "debian12", "x86_64")
     root = tmp_path_factory.mktemp("cuda-root")
+    with open(os.path.join(ROOT, "roles", "cuda_toolkit", "vars", "main.yml")) as fh:
+        pins = yaml.safe_load(fh)["__cuda_toolkit_releases"]["13.0.2"]["packages"]  # the mirror also has 13.0.3
     for name in SLIM:
-        (deb,) = [f for f in os.listdir(pool) if f.startswith(name + "_")]
+        (deb,) = [f for f in os.listdir(pool) if f.startswith("%s_%s_" % (name, pins[name]))]
         subprocess.run(["dpkg-deb", "-x", os.path.join(pool, deb), str(root)], check=True)
     return str(root / "usr" / "local" / "cuda-13.0")
 
