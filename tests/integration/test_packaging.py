@@ -57,9 +57,14 @@ def test_tarball_has_the_collection_and_nothing_of_the_lab(built):
         "meta/ee-bindep.txt",
         "CHANGELOG.rst",
         "docs/architecture.md",
+        # what an operator copies: the example inventory, its ansible.cfg and vault, and the dependencies
+        "inventories/example/hosts.yml",
+        "inventories/example/ansible.cfg",
+        "inventories/example/group_vars/inference/vault.yml",
+        "requirements.yml",
     ]:
         assert wanted in names, wanted
-    for unwanted in ("tests/fixtures", "molecule", ".venv", ".collections", ".git", "inventories", "tests/lab", ".ci"):
+    for unwanted in ("tests/fixtures", "molecule", ".venv", ".collections", ".git", "inventories/lab", "tests/lab", ".ci"):
         assert not [n for n in names if n == unwanted or n.startswith(unwanted + "/")], unwanted
     assert not [n for n in names if n.endswith((".tar.gz", ".whl", ".deb", ".pyc"))]
     assert manifest["collection_info"]["dependencies"] == {"ansible.posix": ">=1.5.0", "community.general": ">=8.0.0"}
