@@ -45,29 +45,22 @@ PLAY = [
 ]
 
 
-def test_the_table_and_the_json_name_every_host_of_a_stopped_roll(tmp_path):
+def roll(tmp_path, hosts, *args, **env):
+    """PLAY over `hosts` (the inventory group inference) with the checkout's ansible.cfg; the finished process."""
     (tmp_path / "site.yml").write_text(yaml.safe_dump(PLAY))
-    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"inference": {"hosts": hosts}}))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1", **env)
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "site.yml"), *args]
+    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+
+def test_the_table_and_the_json_name_every_host_of_a_stopped_roll(tmp_path):
     gone = {"ansible_host": "127.0.0.1", "ansible_port": 1, "ansible_connection": "ssh", "ansible_user": "nobody"}
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"inference": {"hosts": {"ct200": local, "ct201": gone, "ct202": local}}}))
     summary = tmp_path / "out" / "fleet.json"
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1")
-    proc = subprocess.run(
-        [
-            os.path.join(BIN, "ansible-playbook"),
-            "-i",
-            str(tmp_path / "hosts.yml"),
-            str(tmp_path / "site.yml"),
-            "-e",
-            "blackwell_inference_summary_json=%s" % summary,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = roll(tmp_path, {"ct200": LOCAL, "ct201": gone, "ct202": LOCAL}, "-e", "blackwell_inference_summary_json=%s" % summary)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 4, out[-3000:]  # unreachable: the roll stopped at ct201's batch
     table = out[out.index("BLACKWELL INFERENCE FLEET SUMMARY") :].splitlines()
@@ -87,25 +80,8 @@ def test_the_table_and_the_json_name_every_host_of_a_stopped_roll(tmp_path):
 
 
 def test_under_a_json_stdout_callback_the_output_stays_json_and_the_file_is_still_written(tmp_path):
-    (tmp_path / "site.yml").write_text(yaml.safe_dump(PLAY))
-    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"inference": {"hosts": {"ct200": local}}}))
     summary = tmp_path / "fleet.json"
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        BLACKWELL_INFERENCE_SUMMARY_JSON=str(summary),
-    )
-    proc = subprocess.run(
-        [os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "site.yml")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = roll(tmp_path, {"ct200": LOCAL}, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", BLACKWELL_INFERENCE_SUMMARY_JSON=str(summary))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert json.loads(proc.stdout)["stats"]["ct200"]["failures"] == 0  # nothing but the JSON on stdout
     doc = json.loads(summary.read_text())
