@@ -26,12 +26,13 @@ INVENTORY ?= inventories/lab/hosts.yml
 LIMIT ?= ct200
 PLAYBOOK_ARGS ?=
 
-.PHONY: help venv collection lab-deps lab lab-destroy lab-reboot lab-tests molecule demo verify test lint sanity unit integration bench bench-site docs clean
+.PHONY: help venv collection lab-deps lab lab-destroy lab-fleet lab-fleet-destroy lab-reboot lab-tests molecule demo verify test lint sanity unit integration bench bench-site docs clean
 
 help:
 	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
 	@echo "make test   - ansible-lint, yamllint, ruff, ansible-test sanity, pytest (unit + integration)"
 	@echo "make verify - only the read-only checks (--tags verify)"
+	@echo "make lab-fleet LAB_HOSTS=3 - ct201.. beside the lab's ct200, from the converged image, and their inventory"
 	@echo "make bench  - cuda_facts timings against a baseline"
 	@echo "make bench-site - site.yml no-op and --tags verify on the lab host against a baseline play"
 	@echo "make docs   - role READMEs from meta/argument_specs.yml, CHANGELOG.rst from changelogs/"
@@ -69,6 +70,16 @@ lab: collection lab-deps
 
 lab-destroy: collection
 	$(BIN)/molecule destroy
+
+# More lab hosts beside a running ct200 (make lab): ct201..ct20<N-1> booted from the converged image (make test, or
+# any lab test, builds it), and an inventory of all of them: ansible-playbook -i $(LAB_DIR)/fleet/hosts.yml site.yml
+LAB_HOSTS ?= 3
+lab-fleet: collection lab-deps
+	@tests/fixtures/lab/labctl.sh status ct200 0 || { echo "ct200 is not up: make lab first" >&2; exit 1; }
+	LAB_INDEX=0 $(BIN)/python tests/lab/fleet.py up $(LAB_HOSTS)
+
+lab-fleet-destroy:
+	LAB_INDEX=0 $(BIN)/python tests/lab/fleet.py down $(LAB_HOSTS)
 
 # A power cycle of ct200 that keeps its disk (systemd shuts down, boots again, the boot units run).
 lab-reboot:

@@ -46,6 +46,7 @@ LAB_FILE_SECONDS = {
     "tests/lab/after/test_sglang_venv.py": 450,
     "tests/lab/after/test_sglang_service.py": 330,
     "tests/lab/faults/test_security.py": 300,
+    "tests/lab/faults/test_fleet_roll.py": 200,
     "tests/lab/faults/test_bad_variables.py": 100,
     "tests/lab/after/test_cuda_toolkit.py": 130,
     "tests/lab/after/test_operator_account.py": 90,

@@ -13,7 +13,8 @@ description:
     NOT RUN with the reason.
   - A host's row comes from what the run saw of it - the last C(blackwell_cuda) facts, the service role's
     C(sglang_service_summary), the task that failed it, or the connection error. A host in a batch the roll never
-    reached (a failed batch stops a serial play) is listed as NOT RUN, with the host that stopped it.
+    reached (a failed batch stops a serial play; a host refused by site.yml's check play stops the run before the
+    first batch) is listed as NOT RUN, with the host that stopped it.
   - Prints nothing for a run that touched none of this collection's facts, unless a JSON path is given, and nothing
     for an ad-hoc C(ansible) command or under a JSON stdout callback (whose output must stay JSON); the JSON file is
     still written when a path is given.
@@ -56,7 +57,8 @@ class CallbackModule(CallbackBase):
         self._summary = {}
         self._failures = {}
         self._unreachable = {}
-        self._reached = set()
+        self._reached = set()  # hosts with a result in a play that changes them (not site.yml's check play)
+        self._checking = False
         self._extra_path = None
         self._playbook = None
         self._started = self._now()
@@ -74,6 +76,8 @@ class CallbackModule(CallbackBase):
         return self._playbook == "__adhoc_playbook__" or stdout.endswith("json")
 
     def v2_playbook_on_play_start(self, play):
+        # site.yml's read-only check play reaches every host; a host counts as reached once the roll got to it
+        self._checking = bool((getattr(play, "vars", None) or {}).get("__blackwell_inference_check_play"))
         manager = play.get_variable_manager()
         extra = getattr(manager, "extra_vars", None) or {}
         if extra.get("blackwell_inference_summary_json"):
@@ -88,7 +92,8 @@ class CallbackModule(CallbackBase):
 
     def _seen(self, result):
         host = result._host.get_name()
-        self._reached.add(host)
+        if not self._checking:
+            self._reached.add(host)
         if host not in self._hosts:
             self._hosts.append(host)
         return host
@@ -104,8 +109,7 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_failed(self, result, ignore_errors=False):
         host = self._seen(result)
         if not ignore_errors:
-            msg = result._result.get("msg") or result._result.get("stderr") or result._result.get("reason") or "failed"
-            self._failures[host] = (result._task.get_name(), msg)
+            self._failures[host] = (result._task.get_name(), fleet_summary.failure_message(result._result))
 
     def v2_runner_on_skipped(self, result):
         self._seen(result)

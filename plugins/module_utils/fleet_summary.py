@@ -56,8 +56,10 @@ def toolkit(cuda):
 
 def flashinfer(cuda):
     fi = (cuda or {}).get("flashinfer") or {}
-    if not fi:
-        return "-"
+    if not fi or (fi.get("version") is None and str(fi.get("error") or "").startswith("no venv given")):
+        return "-"  # measured without a venv (the toolkit role's facts): nothing to judge
+    if fi.get("version") is None and fi.get("error_stage") == "version":
+        return "not installed"
     version = fi.get("version") or "?"
     # inside SGLang's workers FlashInfer sees the arch list SGLang set: a refusal there is the service's too
     for worker in ((cuda or {}).get("sglang") or {}).get("workers") or []:
@@ -82,22 +84,34 @@ def _true(value):
     return value is True or str(value).lower() == "true"
 
 
+def failure_message(result):
+    """Why a task failed, from its result: its message, or for a loop whose items failed, the first failed item's
+    (Ansible's own message is only "One or more items failed")."""
+    for item in result.get("results") or []:
+        if isinstance(item, dict) and item.get("failed"):
+            msg = item.get("msg") or item.get("stderr") or "failed"
+            label = item.get("_ansible_item_label", item.get("item"))
+            return "%s: %s" % (label, msg) if isinstance(label, str) and label else str(msg)
+    return result.get("msg") or result.get("stderr") or result.get("reason") or "failed"
+
+
 def row(host, cuda=None, summary=None, failure=None, unreachable=None, reached=True, stopped=None):
     """One host's row.
 
     cuda: its last blackwell_cuda facts; summary: sglang_service_summary; failure: (task name, message) of the
-    task that failed the host; unreachable: the connection error; reached: whether any task ran on it;
+    task that failed the host; unreachable: the connection error; reached: whether the roll got to it (a task ran
+    on it outside site.yml's read-only check play);
     stopped: why hosts not reached were not (the roll stopped at a failed batch).
     """
     res = {"host": host, "gpus": gpus(cuda), "toolkit": toolkit(cuda), "flashinfer": flashinfer(cuda), "service": service(summary)}
     res["ready"] = False
     if unreachable is not None:
         res.update(status=UNREACHABLE, why=_one_line(unreachable) or "unreachable")
-    elif not reached:
-        res.update(status=NOT_RUN, why=stopped or "no task ran on it")
     elif failure is not None and (not summary or _true(summary.get("ready"))):
         # failed before the service role's verdict (or after a ready one): the failed task says why
         res.update(status=NOT_READY, why="failed at %r: %s" % (failure[0], _one_line(failure[1])))
+    elif not reached:
+        res.update(status=NOT_RUN, why=stopped or "no task ran on it")
     elif summary:
         # the service role's own verdict; a host it found not ready fails the play's last task with that reason
         ready = _true(summary.get("ready"))

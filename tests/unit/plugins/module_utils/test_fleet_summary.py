@@ -100,6 +100,22 @@ def test_a_refusal_inside_sglangs_workers_is_the_services():
             "Failed to connect to the host via ssh: ssh: connect to host 10.251.0.3 port 22: No route to host",
         ),
         (dict(reached=False, stopped="the roll stopped before its batch (after ct201)"), "NOT RUN", False, "the roll stopped before its batch (after ct201)"),
+        # refused by site.yml's check play: the roll never started, the refusal is the reason (not NOT RUN)
+        (
+            dict(
+                cuda=CONVERGED, failure=("Check the variables", "Refused before any change. sglang_venv_keep: >= 2"), reached=False, stopped="the roll stopped"
+            ),
+            "NOT READY",
+            False,
+            "failed at 'Check the variables': Refused before any change. sglang_venv_keep: >= 2",
+        ),
+        # checked, then the roll stopped before its batch: its measured GPUs are shown, the status is NOT RUN
+        (
+            dict(cuda=CONVERGED, reached=False, stopped="the roll stopped before its batch (after ct201)"),
+            "NOT RUN",
+            False,
+            "the roll stopped before its batch (after ct201)",
+        ),
         (dict(cuda=CONVERGED), "NOT READY", False, "no service summary (the tags chosen skip it, or check mode)"),
         (dict(cuda=CONVERGED, summary=dict(READY, ready="True")), "READY", True, READY["reason"]),
     ],
@@ -139,3 +155,40 @@ def test_table_lines_up_the_columns_and_the_document_counts():
     doc = json.loads(json.dumps(fs.document(rows, playbook="site.yml", started="2026-12-02T00:00:00Z", ended="2026-12-02T00:10:00Z")))
     assert doc["hosts"] == 3 and doc["ready"] == 1 and doc["counts"] == {"READY": 1, "NOT READY": 1, "NOT RUN": 1}
     assert [r["host"] for r in doc["rows"]] == ["ct200", "ct201", "ct202"] and doc["playbook"] == "site.yml"
+
+
+@pytest.mark.parametrize(
+    ("result", "msg"),
+    [
+        ({"msg": "Refused before any change. sglang_service_port: 1-65535 (got 0)."}, "Refused before any change. sglang_service_port: 1-65535 (got 0)."),
+        ({"rc": 1, "stderr": "nvcc fatal"}, "nvcc fatal"),
+        ({}, "failed"),
+        # a loop (the toolkit's verify, one item per release): Ansible says only "One or more items failed"
+        (
+            {
+                "msg": "One or more items failed",
+                "results": [
+                    {"failed": False, "item": {"version": "12.8"}, "_ansible_item_label": "12.8"},
+                    {
+                        "failed": True,
+                        "msg": "/usr/local/cuda-13.0: nvcc reports 13.0, curand headers: False, lib64/stubs/libcuda.so: True",
+                        "_ansible_item_label": "13.0",
+                    },
+                ],
+            },
+            "13.0: /usr/local/cuda-13.0: nvcc reports 13.0, curand headers: False, lib64/stubs/libcuda.so: True",
+        ),
+        ({"msg": "One or more items failed", "results": [{"failed": True, "rc": 2, "stderr": "boom", "item": ["13.0", "sm_120a"]}]}, "boom"),
+    ],
+)
+def test_failure_message_of_a_task_and_of_a_loop(result, msg):
+    assert fs.failure_message(result) == msg
+
+
+def test_flashinfer_column_without_a_venv_is_not_a_refusal():
+    no_venv = dict(
+        CONVERGED, flashinfer={"version": None, "accepted": False, "error": "no venv given (set venv or flashinfer_version)", "error_stage": "version"}
+    )
+    assert fs.flashinfer(no_venv) == "-"
+    missing = dict(CONVERGED, flashinfer=dict(no_venv["flashinfer"], error="flashinfer-python is not installed in venv=/opt/sglang/current"))
+    assert fs.flashinfer(missing) == "not installed"

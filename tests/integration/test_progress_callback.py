@@ -1,0 +1,64 @@
+"""The progress callback in a real ansible-playbook run on this controller: a step that takes a while says up front
+what it waits for and then prints a line per interval while it runs, per host; a quick step prints nothing; a JSON
+stdout run stays JSON. (The roles' long steps carry their *_waits_for variables: the apt install, the pip builds,
+the JIT smoke and re-warm, the health waits.)"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+from .conftest import BIN, ROOT
+
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+PLAY = [
+    {
+        "name": "Steps",
+        "hosts": "inference",
+        "gather_facts": False,
+        "tasks": [
+            {"name": "A quick step", "ansible.builtin.command": {"argv": ["true"]}, "changed_when": False},
+            {
+                "name": "A long step",
+                "vars": {"__lab_waits_for": "sleep: the test's stand-in for a build"},
+                "ansible.builtin.command": {"argv": ["sleep", "{{ 3 if inventory_hostname == 'ct200' else 1.2 }}"]},
+                "changed_when": False,
+            },
+        ],
+    }
+]
+
+
+def run(tmp_path, **env):
+    (tmp_path / "site.yml").write_text(yaml.safe_dump(PLAY))
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"inference": {"hosts": {"ct200": LOCAL, "ct201": LOCAL}}}))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1", **env)
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "site.yml")]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return proc.stdout
+
+
+def test_a_long_step_says_what_it_waits_for_then_beats_per_host_while_it_runs(tmp_path):
+    out = run(tmp_path, BLACKWELL_INFERENCE_HEARTBEAT="1")
+    quick = out[out.index("TASK [A quick step]") : out.index("TASK [A long step]")]
+    assert "still running" not in quick and "waits for" not in quick, quick
+    long = out[out.index("TASK [A long step]") : out.index("PLAY RECAP")]
+    assert "  A long step: waits for sleep: the test's stand-in for a build (a line every 1s while it runs)" in long, long
+    beats = re.findall(r"^  still running on (ct20[01]): A long step \((\d+)s\) - sleep: the test's stand-in for a build$", long, re.M)
+    # ct200 sleeps 3 s: lines at 1 s and 2 s; ct201 sleeps 1.2 s: at most one; none after a host answered
+    assert [s for h, s in beats if h == "ct200"][:2] == ["1", "2"], long
+    assert len([h for h, _s in beats if h == "ct201"]) <= 1, long
+    assert long.index("ok: [ct201]") < long.index("ok: [ct200]")
+    assert not re.search(r"still running on ct201.*\n(?:.*\n)*?.*ok: \[ct200\]", long.split("ok: [ct201]", 1)[1]), long
+
+
+def test_off_at_zero_and_quiet_under_a_json_stdout_callback(tmp_path):
+    out = run(tmp_path, BLACKWELL_INFERENCE_HEARTBEAT="0")
+    assert "still running" not in out and "waits for" not in out, out
+    out = run(tmp_path, BLACKWELL_INFERENCE_HEARTBEAT="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    doc = json.loads(out)
+    assert [t["task"]["name"] for t in doc["plays"][0]["tasks"]] == ["A quick step", "A long step"]
