@@ -26,13 +26,13 @@ INVENTORY ?= inventories/lab/hosts.yml
 LIMIT ?= ct200
 PLAYBOOK_ARGS ?=
 
-.PHONY: help venv collection lab-deps lab lab-destroy lab-fleet lab-fleet-destroy lab-reboot lab-tests molecule demo verify test lint sanity unit integration bench bench-site docs clean
+.PHONY: help venv collection lab-deps lab lab-destroy lab-reboot lab-tests molecule demo verify test lint sanity unit integration bench bench-site docs clean
 
 help:
 	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
 	@echo "make test   - ansible-lint, yamllint, ruff, ansible-test sanity, pytest (unit + integration)"
 	@echo "make verify - only the read-only checks (--tags verify)"
-	@echo "make lab-fleet LAB_HOSTS=3 - ct201.. beside the lab's ct200, from the converged image, and their inventory"
+	@echo "make lab LAB_HOSTS=3 - ct200, ct201, ct202 in the before-state, and their inventory"
 	@echo "make bench  - cuda_facts timings against a baseline"
 	@echo "make bench-site - site.yml no-op and --tags verify on the lab host against a baseline play"
 	@echo "make docs   - role READMEs from meta/argument_specs.yml, CHANGELOG.rst from changelogs/"
@@ -61,25 +61,21 @@ lab-deps:
 	@missing=$$(for p in $(LAB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
-# The ct200 lab host: create + prepare, left running.
+# The ct200 lab host: create + prepare, left running. LAB_HOSTS=3 adds ct201 and ct202 in the same state (booted
+# from the before image prepare saved), each its own machine, and writes the fleet's inventory.
+LAB_HOSTS ?= 1
+LAB_HOSTS_MAX := 10
 lab: collection lab-deps
 	@tests/fixtures/lab/labctl.sh status ct200 0 || $(BIN)/molecule destroy   # stale molecule state: start clean
 	$(BIN)/molecule create
 	$(BIN)/molecule prepare
 	@echo "ct200 is up: ssh -F $(LAB_DIR)/ssh_config.ct200 ct200   (make lab-destroy to remove it)"
+	@if [ $(LAB_HOSTS) -gt 1 ]; then LAB_INDEX=0 $(BIN)/python tests/lab/fleet.py up $(LAB_HOSTS) before && \
+	  echo "ct201..: the same before-state; the fleet: ansible-playbook -i $(LAB_DIR)/fleet/hosts.yml site.yml"; fi
 
 lab-destroy: collection
+	LAB_INDEX=0 $(BIN)/python tests/lab/fleet.py down $(LAB_HOSTS_MAX)
 	$(BIN)/molecule destroy
-
-# More lab hosts beside a running ct200 (make lab): ct201..ct20<N-1> booted from the converged image (make test, or
-# any lab test, builds it), and an inventory of all of them: ansible-playbook -i $(LAB_DIR)/fleet/hosts.yml site.yml
-LAB_HOSTS ?= 3
-lab-fleet: collection lab-deps
-	@tests/fixtures/lab/labctl.sh status ct200 0 || { echo "ct200 is not up: make lab first" >&2; exit 1; }
-	LAB_INDEX=0 $(BIN)/python tests/lab/fleet.py up $(LAB_HOSTS)
-
-lab-fleet-destroy:
-	LAB_INDEX=0 $(BIN)/python tests/lab/fleet.py down $(LAB_HOSTS)
 
 # A power cycle of ct200 that keeps its disk (systemd shuts down, boots again, the boot units run).
 lab-reboot:

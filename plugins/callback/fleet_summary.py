@@ -57,6 +57,7 @@ class CallbackModule(CallbackBase):
         self._summary = {}
         self._failures = {}
         self._unreachable = {}
+        self._failed_items = {}
         self._reached = set()  # hosts with a result in a play that changes them (not site.yml's check play)
         self._checking = False
         self._extra_path = None
@@ -109,7 +110,12 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_failed(self, result, ignore_errors=False):
         host = self._seen(result)
         if not ignore_errors:
-            self._failures[host] = (result._task.get_name(), fleet_summary.failure_message(result._result))
+            item = self._failed_items.pop((host, result._task._uuid), None)
+            self._failures[host] = (result._task.get_name(), fleet_summary.failure_message(result._result, item))
+
+    def v2_runner_item_on_failed(self, result):
+        # the first failed item of a loop says why (the loop's own message is only "One or more items failed")
+        self._failed_items.setdefault((result._host.get_name(), result._task._uuid), fleet_summary.item_failure(result._result))
 
     def v2_runner_on_skipped(self, result):
         self._seen(result)

@@ -34,11 +34,6 @@ def needs_validation(marker, digest, vouched=None):
     return {"needed": needed, "why": why}
 
 
-def state(marker_ready, current, health_status, live=None):
-    ready, name = sglang_service.state(marker_ready, current, health_status, live)
-    return {"ready": ready, "state": name}
-
-
 def arch_choice(target_archs, sglang=None, override=""):
     own = sglang_service.arch_list(target_archs) if target_archs else ""
     archs, error = sglang_rules.service_arch_list(own, sglang, override or "")
@@ -55,7 +50,7 @@ class FilterModule:
             "sglang_service_systemd_quote": _guard(sglang_service.systemd_quote),
             "sglang_service_inputs": sglang_service.inputs,
             "sglang_service_digest": sglang_service.inputs_digest,
-            "sglang_service_state": state,
+            "sglang_service_readiness": _guard(sglang_service.readiness),
             "sglang_service_verdict": verdict,
             "sglang_service_needs_validation": needs_validation,
             "sglang_service_marker": _guard(sglang_service.marker),

@@ -84,14 +84,22 @@ def _true(value):
     return value is True or str(value).lower() == "true"
 
 
-def failure_message(result):
-    """Why a task failed, from its result: its message, or for a loop whose items failed, the first failed item's
-    (Ansible's own message is only "One or more items failed")."""
+def item_failure(result):
+    """'<label>: <message>' of one failed loop item (the callback's item result)."""
+    msg = result.get("msg") or result.get("stderr") or "failed"
+    label = result.get("_ansible_item_label", result.get("item"))
+    return "%s: %s" % (label, msg) if isinstance(label, str) and label else str(msg)
+
+
+def failure_message(result, failed_item=None):
+    """Why a task failed, from its result: its message, or for a loop, the first failed item's (Ansible's own message is
+    only "One or more items failed"; callbacks get the items' results without their failed flag, so the callback
+    passes the first item it saw fail, failed_item)."""
+    if failed_item:
+        return failed_item
     for item in result.get("results") or []:
         if isinstance(item, dict) and item.get("failed"):
-            msg = item.get("msg") or item.get("stderr") or "failed"
-            label = item.get("_ansible_item_label", item.get("item"))
-            return "%s: %s" % (label, msg) if isinstance(label, str) and label else str(msg)
+            return item_failure(item)
     return result.get("msg") or result.get("stderr") or result.get("reason") or "failed"
 
 
@@ -115,7 +123,11 @@ def row(host, cuda=None, summary=None, failure=None, unreachable=None, reached=T
     elif summary:
         # the service role's own verdict; a host it found not ready fails the play's last task with that reason
         ready = _true(summary.get("ready"))
-        res.update(status=READY if ready else NOT_READY, ready=ready, why=_one_line(summary.get("reason")))
+        why = _one_line(summary.get("reason"))
+        causes = [c.get("cause") for c in summary.get("causes") or [] if isinstance(c, dict) and c.get("cause")]
+        if causes and not ready:  # what the service's journal says it died of
+            why += "; journal: " + "; ".join(_one_line(c) for c in causes)
+        res.update(status=READY if ready else NOT_READY, ready=ready, why=why)
     else:
         res.update(status=NOT_READY, why="no service summary (the tags chosen skip it, or check mode)")
     return res

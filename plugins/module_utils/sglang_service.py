@@ -224,6 +224,28 @@ def state(marker_ready, current, health_status, live=None):
     return False, "not validated"
 
 
+def readiness(marker, need, health, live=None):
+    """{ready, state, reason} of a host, from the ready marker, whether it needs a validation (needs_validation),
+    the health check now (service_health's result: status, msg) and a live smoke's verdict (None when none ran).
+
+    The reason is the first that applies: a failing live smoke, a host marked not ready, inputs changed since the
+    validation, no answer, then the passing ones (the live smoke's, the marker's)."""
+    marker, need, health = marker or {}, need or {}, health or {}
+    current = not need.get("needed")
+    status = health.get("status", -1)
+    marked = bool(marker.get("ready"))
+    ready, name = state(marked, current, status, live)
+    reasons = (
+        live.get("reason") if live is not None and not live.get("ready") else "",
+        "" if marked else marker.get("reason") or "no ready marker",
+        "" if current else "%s; a converge revalidates" % need.get("why"),
+        "" if str(status) == "200" else "the service %s" % health.get("msg", "does not answer"),
+        live.get("reason") if live is not None else "",
+        marker.get("reason") or "",
+    )
+    return {"ready": ready, "state": name, "reason": next((r for r in reasons if r), "")}
+
+
 def rewarm_note(rewarm):
     """What the rollback's JIT re-warm of the last good state did ('' when it did not run)."""
     rewarm = rewarm or {}

@@ -5,8 +5,8 @@ own veth (labctl.sh), and an inventory of the `inference` group over all of them
                                                from STATE's image (default converged); print the inventory's path
     python3 tests/lab/fleet.py down N          power them off and remove them (ct200 stays)
 
-`make lab-fleet LAB_HOSTS=3` does the first after `make lab`. The extra hosts use veth indices 10 + 2*LAB_INDEX + i, so
-each pytest-xdist worker's fleet has addresses of its own."""
+`make lab LAB_HOSTS=3` runs `up 3 before` after its prepare; `make lab-destroy` runs `down 10`. The extra hosts use veth
+indices 10 * (LAB_INDEX + 1) + i, so each pytest-xdist worker's fleet has addresses of its own."""
 
 import concurrent.futures
 import os
@@ -25,8 +25,11 @@ CACHE = os.environ.get("BLACKWELL_CACHE_DIR", "/var/cache/blackwell-inference")
 
 
 def members(count, index):
-    """[(name, veth index)] of a fleet of `count` hosts whose first, ct200, is at `index`."""
-    return [("ct200", int(index))] + [("ct%d" % (200 + i), 10 + 2 * int(index) + i) for i in range(1, count)]
+    """[(name, veth index)] of a fleet of `count` hosts (at most 10) whose first, ct200, is at `index`: the others at
+    10 * (index + 1) + i, so the fleets of the lab (index 0) and of each pytest-xdist worker never share a veth."""
+    if not 1 <= int(count) <= 10:
+        raise ValueError("a lab fleet has 1 to 10 hosts (got %s)" % count)
+    return [("ct200", int(index))] + [("ct%d" % (200 + i), 10 * (int(index) + 1) + i) for i in range(1, int(count))]
 
 
 def inventory(path, hosts, lab_dir, user="root", host_vars=None):

@@ -12,6 +12,8 @@ import yaml
 
 from ..conftest import INVENTORY, ROOT, lab_env
 
+LAB_READ_ONLY = True  # every case is refused before any change, and the test asserts the host's state did not move
+
 # A wrong value for each type; options whose type accepts anything get a value their preflight refuses.
 WRONG_BY_TYPE = {"bool": "perhaps", "int": "many", "list": {"not": "a list"}, "dict": "not-a-dict"}
 WRONG_VALUES = {

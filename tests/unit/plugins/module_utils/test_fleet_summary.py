@@ -185,6 +185,22 @@ def test_failure_message_of_a_task_and_of_a_loop(result, msg):
     assert fs.failure_message(result) == msg
 
 
+def test_a_loops_failed_item_as_the_callback_sees_it():
+    # what a callback gets for the toolkit verify's failed item: no "failed" flag, the assert's message and the label
+    item = {
+        "changed": False,
+        "msg": "/usr/local/cuda-13.0: nvcc reports 13.0, curand headers: False, lib64/stubs/libcuda.so: True",
+        "ansible_loop_var": "item",
+        "_ansible_item_label": "13.0",
+        "item": {"version": "13.0"},
+        "evaluated_to": False,
+    }
+    assert fs.item_failure(item) == "13.0: /usr/local/cuda-13.0: nvcc reports 13.0, curand headers: False, lib64/stubs/libcuda.so: True"
+    loop = {"changed": False, "msg": "One or more items failed", "results": [dict(item, msg="All assertions passed", _ansible_item_label="12.8"), item]}
+    assert fs.failure_message(loop, fs.item_failure(item)) == fs.item_failure(item)
+    assert fs.failure_message(loop) == "One or more items failed"  # without the callback's item: Ansible's words
+
+
 def test_flashinfer_column_without_a_venv_is_not_a_refusal():
     no_venv = dict(
         CONVERGED, flashinfer={"version": None, "accepted": False, "error": "no venv given (set venv or flashinfer_version)", "error_stage": "version"}
@@ -192,3 +208,24 @@ def test_flashinfer_column_without_a_venv_is_not_a_refusal():
     assert fs.flashinfer(no_venv) == "-"
     missing = dict(CONVERGED, flashinfer=dict(no_venv["flashinfer"], error="flashinfer-python is not installed in venv=/opt/sglang/current"))
     assert fs.flashinfer(missing) == "not installed"
+
+
+def test_a_failed_service_row_says_what_its_journal_says():
+    summary = dict(
+        NOT_READY,
+        causes=[
+            {
+                "name": "flashinfer_no_arch",
+                "cause": "FlashInfer found no target arch: its GPU detection failed behind a CUDA version lookup that found CUDA 12.8",
+                "fix": "point the unit at CUDA >= 12.9",
+                "line": "RuntimeError: FlashInfer requires GPUs with sm75 or higher",
+            }
+        ],
+    )
+    got = fs.row("ct200", cuda=CONVERGED, summary=summary, failure=("Fail hosts that are not ready", "ct200 is NOT READY"))
+    assert got["status"] == "NOT READY"
+    assert (
+        got["why"]
+        == NOT_READY["reason"] + "; journal: FlashInfer found no target arch: its GPU detection failed behind a CUDA version lookup that found CUDA 12.8"
+    )
+    assert fs.row("ct200", cuda=CONVERGED, summary=dict(READY, causes=summary["causes"]))["why"] == READY["reason"]  # answering: no blame

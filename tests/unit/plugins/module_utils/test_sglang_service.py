@@ -383,3 +383,33 @@ READY_MARKER = {
 )
 def test_last_good_policy_rewarms_what_the_restored_state_loads(settings, marker, expected):
     assert ss.last_good_policy(settings, marker, ["quantization"], "") == expected
+
+
+MARKED = {"ready": True, "reason": "compiled, JIT cache warm (sampling); not launched (no GPU device node (/dev/nvidia0)), allowed by policy"}
+ROLLED_BACK = {"ready": False, "reason": "the restarted service did not answer: the unit is failed; restored the last good state of 2026-12-01T02:00:52Z"}
+CURRENT = {"needed": False, "why": ""}
+STALE = {"needed": True, "why": "the environment changed since the validation (FLASHINFER_CUDA_ARCH_LIST)"}
+ANSWERS = {"status": 200, "msg": "answered 200 in 0.0 s", "answered": True}
+SILENT = {"status": -1, "msg": "did not answer http://127.0.0.1:30000/health: the unit is failed", "answered": False}
+LIVE_OK = {"ready": True, "reason": "compiled, JIT cache warm (sampling) (live)"}
+LIVE_BAD = {"ready": False, "reason": "the JIT smoke failed: nvcc fatal: Unsupported gpu architecture 'compute_120f'"}
+
+
+@pytest.mark.parametrize(
+    ("marker", "need", "health", "live", "expected"),
+    [
+        (MARKED, CURRENT, ANSWERS, None, (True, "validated and serving", MARKED["reason"])),
+        (MARKED, CURRENT, ANSWERS, LIVE_OK, (True, "validated and serving", LIVE_OK["reason"])),  # --tags verify: the live smoke's words
+        (MARKED, CURRENT, ANSWERS, LIVE_BAD, (False, "not validated", LIVE_BAD["reason"])),
+        (MARKED, CURRENT, SILENT, None, (False, "validated but not serving", "the service " + SILENT["msg"])),
+        (MARKED, CURRENT, {"status": 503}, None, (False, "validated but not serving", "the service does not answer")),
+        (MARKED, STALE, ANSWERS, None, (False, "not validated", STALE["why"] + "; a converge revalidates")),
+        (ROLLED_BACK, CURRENT, ANSWERS, None, (False, "not validated", ROLLED_BACK["reason"])),  # the old state serves
+        ({}, STALE, SILENT, None, (False, "not validated", "no ready marker")),  # first contact: the first reason wins
+        (None, None, None, None, (False, "not validated", "no ready marker")),
+        ({"ready": True}, CURRENT, {"status": "200"}, None, (True, "validated and serving", "")),
+    ],
+)
+def test_readiness_and_its_first_reason(marker, need, health, live, expected):
+    got = ss.readiness(marker, need, health, live)
+    assert (got["ready"], got["state"], got["reason"]) == expected
