@@ -73,8 +73,7 @@ class CallbackModule(CallbackBase):
 
     def _quiet(self):
         """An ad-hoc command, or a stdout callback whose output is machine-read: no table on stdout."""
-        stdout = str(C.DEFAULT_STDOUT_CALLBACK or "")
-        return self._playbook == "__adhoc_playbook__" or stdout.endswith("json")
+        return fleet_summary.quiet(self._playbook, C.DEFAULT_STDOUT_CALLBACK)
 
     def v2_playbook_on_play_start(self, play):
         # site.yml's read-only check play reaches every host; a host counts as reached once the roll got to it

@@ -35,7 +35,7 @@ import time
 from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.blackwell.inference.plugins.module_utils import progress
+from ansible_collections.blackwell.inference.plugins.module_utils import fleet_summary, progress
 
 
 class CallbackModule(CallbackBase):
@@ -62,8 +62,7 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_start(self, playbook):
         self._playbook = getattr(playbook, "_file_name", None)
-        stdout = str(C.DEFAULT_STDOUT_CALLBACK or "")
-        if self._playbook == "__adhoc_playbook__" or stdout.endswith("json") or self._interval() <= 0:
+        if fleet_summary.quiet(self._playbook, C.DEFAULT_STDOUT_CALLBACK) or self._interval() <= 0:
             return
         self._thread = threading.Thread(target=self._tick, name="blackwell-inference-progress", daemon=True)
         self._thread.start()

@@ -91,6 +91,12 @@ def item_failure(result):
     return "%s: %s" % (label, msg) if isinstance(label, str) and label else str(msg)
 
 
+def quiet(playbook_file, stdout_callback):
+    """Whether a run's stdout is machine-read, so the collection's callbacks print nothing there: an ad-hoc command,
+    or a JSON stdout callback."""
+    return playbook_file == "__adhoc_playbook__" or str(stdout_callback or "").endswith("json")
+
+
 def failure_message(result, failed_item=None):
     """Why a task failed, from its result: its message, or for a loop, the first failed item's (Ansible's own message is
     only "One or more items failed"; callbacks get the items' results without their failed flag, so the callback

@@ -229,3 +229,17 @@ def test_a_failed_service_row_says_what_its_journal_says():
         == NOT_READY["reason"] + "; journal: FlashInfer found no target arch: its GPU detection failed behind a CUDA version lookup that found CUDA 12.8"
     )
     assert fs.row("ct200", cuda=CONVERGED, summary=dict(READY, causes=summary["causes"]))["why"] == READY["reason"]  # answering: no blame
+
+
+@pytest.mark.parametrize(
+    ("playbook", "stdout", "quiet"),
+    [
+        ("__adhoc_playbook__", "ansible.builtin.minimal", True),
+        ("site.yml", "ansible.builtin.json", True),
+        ("site.yml", "json", True),
+        ("site.yml", "ansible.builtin.default", False),
+        ("site.yml", None, False),
+    ],
+)
+def test_the_callbacks_stay_quiet_where_stdout_is_machine_read(playbook, stdout, quiet):
+    assert fs.quiet(playbook, stdout) is quiet
