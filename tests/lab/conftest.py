@@ -170,12 +170,13 @@ class Lab:
             _labctl("up", LAB_HOST, LAB_INDEX, LAB_SUITE, image)
         self.image, self.fresh = image, True
         if state == "converged":
-            _wait_for_health()
+            wait_for_health()
 
 
-def _wait_for_health(timeout=300):
-    """Booted is not serving: the boot validation runs, then the service loads FlashInfer and answers."""
-    url = "http://10.251.%s.2:30000/health" % LAB_INDEX
+def wait_for_health(index=LAB_INDEX, timeout=300):
+    """Booted is not serving: the boot validation runs, then the service loads FlashInfer and answers (the lab host at
+    veth index `index`)."""
+    url = "http://10.251.%s.2:30000/health" % index
     deadline = time.monotonic() + timeout
     while True:
         try:

@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
@@ -19,7 +18,7 @@ import testinfra
 
 from .. import fleet as lab_fleet
 from .. import images
-from ..conftest import LAB_DIR, LAB_INDEX, LAB_SUITE, ROOT, lab_env
+from ..conftest import LAB_DIR, LAB_INDEX, LAB_SUITE, ROOT, lab_env, wait_for_health
 
 DROPIN = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
 CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include"
@@ -30,18 +29,6 @@ CHANGE = {"sglang_service_environment": {"FLEET_ROLL": "1"}}
 def health(idx):
     with urllib.request.urlopen("http://10.251.%d.2:30000/health" % idx, timeout=10) as resp:  # noqa: S310 - the lab's own veth
         return resp.status
-
-
-def wait_for_health(idx, timeout=300):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if health(idx) == 200:
-                return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "10.251.%d.2 did not answer its health check within %d s of booting" % (idx, timeout)
-        time.sleep(0.5)  # polling the condition, not a fixed wait
 
 
 @pytest.fixture(scope="module")
