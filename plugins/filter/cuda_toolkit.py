@@ -27,6 +27,10 @@ def cuda_package_changes(plan, dpkg_query_stdout):
     return cuda_plan.changes(plan, cuda_plan.parse_installed(dpkg_query_stdout or ""))
 
 
+def cuda_dpkg_state(dpkg_query_stdout):
+    return cuda_plan.dpkg_state(dpkg_query_stdout or "")
+
+
 def cuda_driver_too_old(driver_version, min_driver):
     return cuda_plan.driver_too_old(driver_version, min_driver)
 
@@ -36,6 +40,7 @@ class FilterModule:
         return {
             "cuda_package_plan": cuda_package_plan,
             "cuda_package_changes": cuda_package_changes,
+            "cuda_dpkg_state": cuda_dpkg_state,
             "cuda_driver_too_old": cuda_driver_too_old,
             "cuda_nvcc_arch": cuda_nvcc_arch,
             "cuda_toolkit_summary": cuda_plan.summarize,

@@ -178,11 +178,32 @@ def parse_installed(stdout):
     return out
 
 
+# dpkg's settled states: anything else (half-installed, unpacked, half-configured, triggers-awaited/-pending) is a dpkg
+# run that did not finish, which `dpkg --audit` would report and `dpkg --configure --pending` finishes
+_SETTLED = ("installed", "not-installed", "config-files")
+
+
+def dpkg_state(stdout):
+    """`dpkg-query -W -f='${Package} ${Version} ${Status}\\n'` (every package, no names) -> {status: {name: "want ok
+    state"}, interrupted: [names of packages a dpkg run left unfinished, sorted]}: one read for the keyring's state and
+    for an interrupted dpkg (a killed play, a power loss), instead of a dpkg-query and a dpkg --audit of their own."""
+    status, interrupted = {}, set()
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) < 4:
+            continue
+        words = parts[-3:]
+        status[parts[0]] = " ".join(words)
+        if words[1] != "ok" or words[2] not in _SETTLED:
+            interrupted.add(parts[0])
+    return {"status": status, "interrupted": sorted(interrupted)}
+
+
 def changes(plan_, installed):
     """What installing the plan does to each of its packages, given parse_installed's result.
 
     {install: [name], upgrade: [{name, installed, wanted, held}], downgrade: [...], unchanged: [name], unheld: [name],
-    downgrades: the downgrades in words}:
+    downgrades: the downgrades in words, apt: whether apt has anything to install or upgrade}:
     a downgrade is refused by the role (nothing pinned goes backwards behind the operator's back); an upgrade of a
     held package is a pin bump, which the role makes and holds again; unheld lists those the role has to hold after
     the install: not held yet, or upgraded (apt-get --allow-change-held-packages leaves an upgraded package unheld).
@@ -207,4 +228,5 @@ def changes(plan_, installed):
             if not (have and have["held"]) or name in (u["name"] for u in res["upgrade"]):
                 res["unheld"].append(name)
     res["downgrades"] = ", ".join("%(name)s from %(installed)s to %(wanted)s" % d for d in res["downgrade"])
+    res["apt"] = bool(res["install"] or res["upgrade"])  # apt has work; without it the dry-run and the install are skipped
     return res

@@ -12,7 +12,7 @@ import hashlib
 import posixpath
 import re
 
-STATES = ("directory", "file", "link")
+STATES = ("directory", "file", "link", "absent")
 _MODE = re.compile(r"^0?[0-7]{3,4}$")
 
 
@@ -72,6 +72,8 @@ def normalize(entries):
             raise PathsError("%s (%s): %s" % (where, path, exc)) from None
         if state == "link" and mode is not None:
             raise PathsError("%s (%s): a link has no mode of its own" % (where, path))
+        if state == "absent" and (mode is not None or entry.get("owner") or entry.get("group")):
+            raise PathsError("%s (%s): an absent path has no owner, group or mode" % (where, path))
         out.append(
             {
                 "path": path,
@@ -114,12 +116,17 @@ def plan(entry, observed, uid=None, gid=None):
       ("write", None)    a file's content differs: replaced in one rename
       ("relink", old)    a link points elsewhere (or a regular file is where the link goes): replaced in one rename
       ("chown", (uid, gid)), ("chmod", mode)
+      ("remove", None)   a file or link that should be absent (a directory there is refused, never removed)
     Raises PathsError when something of another kind is in the way (a directory where a file or link goes, a file
     where a directory goes)."""
     state, path = entry["state"], entry["path"]
     actions = []
     exists = bool(observed and observed.get("exists"))
     kind = observed.get("type") if exists else None
+    if state == "absent":
+        if exists and kind not in ("file", "link"):
+            raise PathsError("%s should be absent and is a %s: only a file or a link is removed" % (path, kind))
+        return [("remove", None)] if exists else []
     if not exists:
         actions.append(("create", None))
     elif state == "directory":
@@ -151,6 +158,8 @@ def plan(entry, observed, uid=None, gid=None):
 
 def wanted(entry, uid=None, gid=None, owner=None, group=None):
     """What the path will be once the plan is applied, for the diff's after side."""
+    if entry["state"] == "absent":
+        return {"exists": False}
     after = {"exists": True, "type": entry["state"], "uid": uid, "gid": gid, "owner": owner or entry["owner"], "group": group or entry["group"]}
     if entry["state"] == "link":
         after["target"] = entry["src"]

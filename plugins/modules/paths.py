@@ -15,6 +15,7 @@ description:
     elsewhere (replaced in one rename), the owner, group and mode.
   - One remote call for what would otherwise be one M(ansible.builtin.file) or M(ansible.builtin.copy) task per path;
     a rerun with nothing to change reports C(changed=false).
+  - A file or link that should be C(absent) is removed.
   - A path of another kind in the way (a directory where a file or link goes, a file where a directory goes) fails
     the module before anything is changed.
 author:
@@ -31,10 +32,12 @@ options:
         type: path
         required: true
       state:
-        description: C(directory), C(file) (with O(paths[].content)) or C(link) (to O(paths[].src)).
+        description:
+          - C(directory), C(file) (with O(paths[].content)), C(link) (to O(paths[].src)), or C(absent).
+          - C(absent) removes a file or a link; a directory there fails the module (it is never removed).
         type: str
         required: true
-        choices: [directory, file, link]
+        choices: [directory, file, link, absent]
       owner:
         description: User name or id; empty leaves it as it is (a new path belongs to the connecting user).
         type: str
@@ -57,6 +60,7 @@ attributes:
     support: full
   diff_mode:
     support: full
+    details: One summary of every path that changes, and the old and new text of each file whose content changes.
   platform:
     platforms: posix
 """
@@ -84,7 +88,7 @@ changed_paths:
   elements: str
   sample: [/var/cache/sglang/jit]
 results:
-  description: Per path, the actions taken (C(create), C(write), C(relink), C(chown), C(chmod)); empty when it matched.
+  description: Per path, the actions taken (C(create), C(write), C(relink), C(chown), C(chmod), C(remove)); empty when it matched.
   returned: always
   type: list
   elements: dict
@@ -133,6 +137,20 @@ def observe(path):
     return seen
 
 
+def old_text(path, observed, limit=1 << 16):
+    """The text a file has now, for the diff ('' when new; a note for a large or binary one)."""
+    if not observed.get("exists"):
+        return ""
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        return "(%s: over %d bytes, not shown)\n" % (path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "(%s: not text, not shown)\n" % path
+
+
 def resolve(name, kind):
     """User or group name/id -> id; None when not given; KeyError when unknown."""
     if name is None:
@@ -168,7 +186,9 @@ def replace(path, make, observed):
 def apply(entry, actions, uid, gid, observed):
     path = entry["path"]
     for action, detail in actions:
-        if action == "create" and entry["state"] == "directory":
+        if action == "remove":
+            os.unlink(path)
+        elif action == "create" and entry["state"] == "directory":
             os.makedirs(path, exist_ok=True)
         elif action in ("create", "write") and entry["state"] == "file":
 
@@ -238,12 +258,15 @@ def main():
             actions = [("chown", (None, None))]
         plans.append((entry, observed, uid, gid, actions))
 
-    results, changed_paths, before, after = [], [], [], []
+    results, changed_paths, before, after, contents = [], [], [], [], []
     for entry, observed, uid, gid, actions in plans:
         results.append({"path": entry["path"], "state": entry["state"], "actions": [a for a, _d in actions]})
         if not actions:
             continue
         changed_paths.append(entry["path"])
+        if module._diff and entry["state"] == "file" and any(a in ("create", "write") for a, _d in actions):
+            text = old_text(entry["path"], observed)
+            contents.append({"before_header": entry["path"], "after_header": entry["path"], "before": text, "after": entry["content"]})
         before.append("%s: %s" % (entry["path"], logic.describe(observed)))
         after.append("%s: %s" % (entry["path"], logic.describe(logic.wanted(entry, uid, gid))))
         if module.check_mode:
@@ -253,7 +276,8 @@ def main():
         except OSError as exc:
             module.fail_json(msg="%s: %s" % (entry["path"], exc), path=entry["path"], changed_paths=changed_paths, results=results)
 
-    diff = {"before": "\n".join(before) + ("\n" if before else ""), "after": "\n".join(after) + ("\n" if after else "")}
+    diff = [{"before": "\n".join(before) + ("\n" if before else ""), "after": "\n".join(after) + ("\n" if after else "")}]
+    diff += contents  # a file whose content changes: its old and new text, as ansible.builtin.template shows them
     module.exit_json(changed=bool(changed_paths), changed_paths=changed_paths, results=results, diff=diff)
 
 

@@ -39,7 +39,10 @@ def test_check_mode_and_diff_change_nothing(tmp_path):
     assert res["changed"] is True and sorted(res["changed_paths"]) == sorted(
         [str(tmp_path / "cache" / "jit" / "venv"), str(tmp_path / "etc" / "50-blackwell-inference.conf" / "unit.conf")]
     )
-    assert "link -> /opt/sglang/venvs/b" in res["diff"]["after"] and "link -> /opt/sglang/venvs/a" in res["diff"]["before"]
+    summary, unit = res["diff"]
+    assert "link -> /opt/sglang/venvs/b" in summary["after"] and "link -> /opt/sglang/venvs/a" in summary["before"]
+    # the file's own text, old and new, as ansible.builtin.template shows it
+    assert unit["before"] == UNIT and unit["after"] == UNIT + "Environment=NCCL_DEBUG=WARN\n" and unit["after_header"].endswith("unit.conf")
     assert os.readlink(tmp_path / "cache" / "jit" / "venv") == "/opt/sglang/venvs/a"
     assert (tmp_path / "etc" / "50-blackwell-inference.conf" / "unit.conf").read_text() == UNIT
 
@@ -65,3 +68,18 @@ def test_a_path_in_the_way_is_refused_before_any_change(tmp_path):
 def test_an_unknown_owner_fails_naming_it(tmp_path):
     res = ansible_module("paths", {"paths": [{"path": str(tmp_path / "d"), "state": "directory", "owner": "no-such-user-here"}]})
     assert res["failed"] and "no such user or group (owner=no-such-user-here" in res["msg"] and not (tmp_path / "d").exists()
+
+
+def test_absent_removes_a_file_and_a_link_and_never_a_directory(tmp_path):
+    (tmp_path / "secrets.env").write_text("HF_TOKEN=x\n")
+    os.symlink("/opt/sglang/venvs/a", tmp_path / "venv")
+    gone = {"paths": [{"path": str(tmp_path / "secrets.env"), "state": "absent"}, {"path": str(tmp_path / "venv"), "state": "absent"}]}
+    check = ansible_module("paths", gone, extra_args=["--check"])
+    assert check["changed"] is True and (tmp_path / "secrets.env").exists() and os.path.islink(tmp_path / "venv")
+    res = ansible_module("paths", gone)
+    assert res["changed"] is True and [r["actions"] for r in res["results"]] == [["remove"], ["remove"]]
+    assert list(tmp_path.iterdir()) == []
+    assert ansible_module("paths", gone)["changed"] is False
+    (tmp_path / "secrets.env").mkdir()
+    refused = ansible_module("paths", gone)
+    assert refused["failed"] and "should be absent and is a directory" in refused["msg"] and (tmp_path / "secrets.env").is_dir()

@@ -168,3 +168,37 @@ def test_the_shipped_release_is_unchanged_on_a_host_converged_for_it():
     query = "".join("%s %s hold ok installed\n" % tuple(p.split("=")) for p in shipped[0]["packages"])
     got = cp.changes(shipped, cp.parse_installed(query))
     assert got["upgrade"] == got["downgrade"] == got["install"] == got["unheld"] == [] and len(got["unchanged"]) == len(shipped[0]["packages"])
+
+
+# every package (no names), on the lab host after `dpkg --unpack` of one pinned package without configuring it (what a
+# play killed inside apt leaves), a package removed with its config kept, one dpkg knows but never installed
+DPKG_QUERY_ALL = """cuda-cudart-12-8 12.8.90-1 install ok installed
+cuda-cudart-13-0 13.0.96-1 hold ok installed
+cuda-cudart-dev-13-0 13.0.96-1 install ok unpacked
+cuda-keyring 1.1-1 install ok installed
+libcurand-dev-13-0 10.4.0.35-1 deinstall ok config-files
+libfoo1  unknown ok not-installed
+openssh-server 1:9.2p1-2+deb12u10 install ok installed
+"""
+
+
+def test_dpkg_state_names_an_unfinished_dpkg_run_and_each_package_status():
+    got = cp.dpkg_state(DPKG_QUERY_ALL)
+    assert got["interrupted"] == ["cuda-cudart-dev-13-0"]
+    assert got["status"]["cuda-keyring"] == "install ok installed" and got["status"]["cuda-cudart-13-0"] == "hold ok installed"
+    assert got["status"]["libfoo1"] == "unknown ok not-installed" and "libcurand-dev-13-0" not in got["interrupted"]
+    # a half-configured package and one whose reinstall is required are unfinished too; an empty read has nothing
+    assert cp.dpkg_state("a 1 install ok half-configured\nb 1 install reinstreq installed\n")["interrupted"] == ["a", "b"]
+    assert cp.dpkg_state("") == {"status": {}, "interrupted": []}
+    # the unpacked one is not installed for the plan: apt has work, and the role finishes dpkg's run first
+    assert "cuda-cudart-dev-13-0" not in cp.parse_installed(DPKG_QUERY_ALL)
+
+
+def test_apt_has_work_only_when_something_is_installed_or_upgraded():
+    installed = cp.parse_installed(DPKG_QUERY)
+    assert cp.changes(plan_of({"cuda-nvcc-13-0": "13.0.88-1"}), installed)["apt"] is False
+    assert cp.changes(plan_of({"cuda-nvcc-13-0": "13.0.88-2"}), installed)["apt"] is True  # a pin bump
+    assert cp.changes(plan_of({"libcurand-dev-13-0": "10.4.0.35-1"}), installed)["apt"] is True  # removed, config kept
+    # not held yet: apt has nothing to do, the hold is apt-mark's
+    got = cp.changes(plan_of({"cuda-crt-13-0": "13.0.88-1"}), installed)
+    assert got["apt"] is False and got["unheld"] == ["cuda-crt-13-0"]

@@ -37,7 +37,8 @@ def test_parse_mode_refuses(value):
         ([], "a non-empty list"),
         ([{"path": "relative/dir", "state": "directory"}], "paths[0]: path must be an absolute path"),
         ([{"path": "/", "state": "directory"}], "other than /"),
-        ([{"path": "/etc/x", "state": "absent"}], "state must be one of directory, file, link"),
+        ([{"path": "/etc/x", "state": "gone"}], "state must be one of directory, file, link, absent"),
+        ([{"path": "/etc/x", "state": "absent", "mode": "0600"}], "an absent path has no owner, group or mode"),
         ([{"path": "/etc/x", "state": "file"}], "a file needs its content"),
         ([{"path": "/etc/x", "state": "link"}], "a link needs src"),
         ([{"path": "/etc/x", "state": "directory", "content": "x"}], "content is only for state=file"),
@@ -74,6 +75,10 @@ def test_normalize_refuses(entries, message):
         ({"state": "link", "src": "/opt/sglang/venvs/a"}, seen("link", target="/opt/sglang/venvs/a", mode=None), 0, 0, []),
         ({"state": "link", "src": "/opt/sglang/venvs/b"}, seen("link", target="/opt/sglang/venvs/a", mode=None), 0, 0, [("relink", "/opt/sglang/venvs/a")]),
         ({"state": "link", "src": "/opt/sglang/venvs/b"}, seen("file", sha256="x"), None, None, [("relink", None)]),
+        # absent: a file or a link is removed, nothing there is nothing to do
+        ({"state": "absent"}, seen("file", sha256="x"), None, None, [("remove", None)]),
+        ({"state": "absent"}, seen("link", target="/opt/a", mode=None), 0, 0, [("remove", None)]),
+        ({"state": "absent"}, {"exists": False}, None, None, []),
     ],
 )
 def test_plan(wanted, observed, uid, gid, actions):
@@ -86,6 +91,7 @@ def test_plan(wanted, observed, uid, gid, actions):
         ({"state": "directory"}, seen("file", sha256="x"), "exists and is not a directory (file)"),
         ({"state": "file", "content": CONTENT}, seen("directory"), "exists and is not a regular file (directory)"),
         ({"state": "link", "src": "/opt/x"}, seen("directory"), "exists and is a directory, not a link"),
+        ({"state": "absent"}, seen("directory"), "should be absent and is a directory: only a file or a link is removed"),
     ],
 )
 def test_plan_refuses_what_is_in_the_way(wanted, observed, message):
@@ -100,3 +106,4 @@ def test_describe_for_the_diff():
     assert p.describe(seen("link", target="/opt/a", owner="root", group="root", mode=None)) == "link -> /opt/a (root:root)"
     after = p.wanted(entry(path="/etc/x", state="file", content=CONTENT, mode="0644", owner="root", group="root"), 0, 0)
     assert p.describe(after) == "file 0644 root:root sha256:" + p.sha256(CONTENT)[:16]
+    assert p.describe(p.wanted(entry(path="/etc/x", state="absent"))) == "absent"
