@@ -52,13 +52,19 @@ def workspace(cache_dir, venv_target):
 
 
 def stale_workspaces(link_stats, keep=()):
-    """Workspaces whose venv is gone: from `stat` (follow) results of each <workspace>/venv link, the
-    workspace directories whose link no longer resolves. Workspaces in `keep` are never stale."""
+    """Workspaces whose venv is gone: the workspace directories whose <workspace>/venv link no longer resolves, from
+    either the paths of the dangling links (`find <cache>/jit -mindepth 2 -maxdepth 2 -name venv -xtype l`, one call)
+    or `stat` (follow) results looped over each link. Workspaces in `keep` are never stale."""
     keep = {str(k).rstrip("/") for k in keep if k}
     stale = set()
     for res in link_stats or []:
-        path = str(res.get("item") or "")
-        if not path or (res.get("stat") or {}).get("exists", True):
+        if isinstance(res, str):
+            path = res.strip()  # a dangling link, as find printed it
+        else:
+            path = str(res.get("item") or "")
+            if (res.get("stat") or {}).get("exists", True):
+                continue
+        if not path:
             continue
         ws = posixpath.dirname(path.rstrip("/"))
         if ws and ws not in keep:

@@ -48,6 +48,13 @@ options:
       - Path of the service's Python virtual environment. FlashInfer's and torch's versions are
         read from its files.
     type: path
+  venv_optional:
+    description:
+      - When O(venv) does not exist (before the first run, in check mode), report as if no venv were given
+        instead of failing. A venv that exists but is not one still fails.
+    type: bool
+    default: false
+    version_added: 0.3.0
   flashinfer_version:
     description:
       - Predict for this flashinfer-python version instead of the one installed in O(venv)
@@ -157,7 +164,9 @@ ansible_facts:
           type: dict
           returned: always
         venv:
-          description: C(path), C(python), installed C(packages) versions (sglang, flashinfer-python, torch, ...), or null.
+          description:
+            - C(path), C(target) (where C(path) resolves when it is a link, else C(path)), C(python), installed
+              C(packages) versions (sglang, flashinfer-python, torch, ...), or null.
           type: dict
           returned: always
         torch:
@@ -275,8 +284,8 @@ def gather_toolkits(root, run):
     return toolkits, default
 
 
-def gather_venv(module, venv):
-    if not venv:
+def gather_venv(module, venv, optional=False):
+    if not venv or (optional and not os.path.lexists(venv.rstrip("/") or venv)):
         return None, None
     try:
         python = venv_info.check_venv(venv)
@@ -285,7 +294,9 @@ def gather_venv(module, venv):
     sites = venv_info.site_packages(venv)
     packages = venv_info.installed_versions(sites)
     wanted = ("sglang", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "torch", "sglang-kernel", "sgl-kernel")
-    info = {"path": venv, "python": python, "site_packages": sites, "packages": {k: packages[k] for k in wanted if k in packages}}
+    link = venv.rstrip("/") or venv  # the link itself, not what a trailing / follows to
+    target = os.path.realpath(link) if os.path.islink(link) else venv
+    info = {"path": venv, "target": target, "python": python, "site_packages": sites, "packages": {k: packages[k] for k in wanted if k in packages}}
     return info, venv_info.torch_info(sites)
 
 
@@ -296,6 +307,7 @@ def run_module():
             environment=dict(type="dict", default={}),
             unit=dict(type="str"),
             venv=dict(type="path"),
+            venv_optional=dict(type="bool", default=False),
             flashinfer_version=dict(type="str"),
             torch_cuda=dict(type="str"),
             probe=dict(type="bool", default=False),
@@ -311,7 +323,7 @@ def run_module():
 
     gpus, driver = gather_gpus(module, run)
     toolkits, default = gather_toolkits(p["toolkit_root"], run)
-    venv, torch = gather_venv(module, p["venv"])
+    venv, torch = gather_venv(module, p["venv"], p["venv_optional"])
 
     fi_version = p["flashinfer_version"] or (venv or {}).get("packages", {}).get("flashinfer-python")
     torch_cuda = torch["cuda"] if torch else p["torch_cuda"]
@@ -331,8 +343,8 @@ def run_module():
             "accepted": False,
             "target_archs": [],
             "error": "flashinfer-python is not installed in venv=%s (set flashinfer_version to predict anyway)" % p["venv"]
-            if p["venv"]
-            else "no venv given (set venv or flashinfer_version)",
+            if venv
+            else "no venv given (set venv or flashinfer_version)" + (" (venv=%s does not exist yet)" % p["venv"] if p["venv"] else ""),
             "error_stage": "version",
         }
     facts = {

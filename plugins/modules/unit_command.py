@@ -77,6 +77,16 @@ load_state:
   returned: always
   type: str
   sample: loaded
+unit_file_state:
+  description: systemd's C(UnitFileState) (C(enabled), C(disabled), empty when the unit is not found).
+  returned: always
+  type: str
+  sample: enabled
+active_state:
+  description: systemd's C(ActiveState) (C(active), C(failed), C(inactive), C(activating), ...).
+  returned: always
+  type: str
+  sample: active
 user:
   description: The unit's C(User=) (empty for root).
   returned: always
@@ -134,7 +144,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils import unit_co
 
 
 def show(module, unit):
-    argv = ["systemctl", "show", unit, "-p", "LoadState", "-p", "User", "-p", "FragmentPath", "-p", "DropInPaths"]
+    argv = ["systemctl", "show", unit, "-p", "LoadState", "-p", "User", "-p", "FragmentPath", "-p", "DropInPaths", "-p", "UnitFileState", "-p", "ActiveState"]
     rc, out, err = module.run_command(argv)
     if rc != 0:
         module.fail_json(msg="systemctl show %s failed" % unit, cmd=argv, rc=rc, stdout=out, stderr=err)
@@ -171,7 +181,14 @@ def main():
                 files.append((path, fh.read()))
         except OSError as exc:
             module.fail_json(msg="cannot read %s of %s: %s" % (path, p["unit"], exc))
-    result = {"changed": False, "load_state": props.get("LoadState", ""), "user": props.get("User", ""), "files": paths}
+    result = {
+        "changed": False,
+        "load_state": props.get("LoadState", ""),
+        "unit_file_state": props.get("UnitFileState", ""),
+        "active_state": props.get("ActiveState", ""),
+        "user": props.get("User", ""),
+        "files": paths,
+    }
     if result["load_state"] != "loaded":  # nothing to read; the caller refuses a drop-in for a unit that is not there
         result.update(unit_argv=None, set_by=None, argv=list(p["command"]), source="variables" if p["command"] else "none", old=None, replaced=False)
         result["listen"] = {"host": p["host"], "port": p["port"]}

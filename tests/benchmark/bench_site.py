@@ -1,12 +1,25 @@
 #!/usr/bin/env python
-"""Benchmark site.yml on the lab host against a baseline play in the same run. Not a test: it prints numbers.
+"""Benchmark site.yml on the lab host against baseline plays in the same run. Not a test: it prints numbers and
+exits 1 when a ratio is over its target (issue 15's targets).
 
-Needs ct200 up and converged (make demo). Each measurement is the median of BENCH_RUNS runs of
-ansible-playbook against ct200 over SSH:
-  baseline   a play with gather_facts (subset min, as site.yml) and one ansible.builtin.ping
-  no-op      site.yml on a converged host (0 changed: no pip, no apt change, no smoke)
-  verify     site.yml --tags verify (read-only checks plus the live JIT smoke on a warm cache)
-and prints each one's ratio to the baseline, and fails if a run does not report 0 changed.
+Needs ct200 up and converged (make demo). Each measurement is the median of BENCH_RUNS runs of ansible-playbook
+against ct200 over SSH, the runs of all measurements interleaved (run 1 of each, then run 2 of each, ...), so a
+slower minute of the machine hits them all alike:
+
+  baseline      a play with gather_facts (subset min, as site.yml) and one ansible.builtin.ping
+  baseline+fi   the baseline and one FlashInfer import in the service's venv (the floor of a live smoke)
+  pings x5      the baseline and five more pings
+  facts x5      the baseline and five cuda_facts calls (no probe): a call's cost beyond a ping's
+  no-op         site.yml on a converged host (0 changed: no pip, no apt change, no smoke)
+  verify        site.yml --tags verify (read-only checks plus the live JIT smoke on a warm cache)
+
+Targets: no-op <= 3.0x baseline, verify <= 2.0x baseline+fi, cuda_facts < 0.2 s per call beyond a ping.
+
+With BENCH_CONVERGE=1 it first boots ct200 from the `before` image and times the first converge, with the share of
+it that is apt (the toolkit packages), pip (the venv's packages) and nvcc (the toolkit's kernel check and the JIT
+warm-up), from the per-task times of ansible.posix.profile_tasks; then it measures on the converged host.
+
+  BENCH_RUNS=5 BENCH_INVENTORY=inventories/lab/hosts.yml BENCH_HOST=ct200 python tests/benchmark/bench_site.py
 """
 
 import os
@@ -19,45 +32,137 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-INVENTORY = os.path.join(ROOT, "inventories", "lab", "hosts.yml")
+INVENTORY = os.environ.get("BENCH_INVENTORY", os.path.join(ROOT, "inventories", "lab", "hosts.yml"))
+HOST = os.environ.get("BENCH_HOST", "ct200")
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
-BASELINE = """---
-- name: Baseline - facts and a ping
-  hosts: ct200
+VENV = os.environ.get("BENCH_VENV", "/opt/sglang/current")
+TARGETS = {"no-op": 3.0, "verify": 2.0, "facts": 0.2}
+
+PLAY = """---
+- name: Baseline - facts and a ping{extra_name}
+  hosts: {host}
   gather_facts: true
   gather_subset: [min]
   tasks:
     - name: Ping
       ansible.builtin.ping:
+{extra}"""
+FI_IMPORT = """    - name: One FlashInfer import in the service's venv
+      ansible.builtin.command:
+        argv: [{venv}/bin/python, -c, import flashinfer]
+      changed_when: false
 """
+PINGS = """    - name: Ping {i}
+      ansible.builtin.ping:
+"""
+FACTS = """    - name: cuda_facts {i}
+      blackwell.inference.cuda_facts:
+        nvidia_smi: nvidia-smi
+"""
+# per-task shares of the first converge, by task name (profile_tasks' lines)
+SHARES = {
+    "apt": re.compile(r"cuda_toolkit : (Install the pinned components|Install the checked package|Refresh the apt cache)"),
+    "pip": re.compile(r"sglang_venv : (Install the pinned packages|Install the packages that come without|Create the venv)"),
+    "nvcc": re.compile(r"(cuda_toolkit : Each toolkit compiles a kernel|sglang_service : Run the JIT smoke)"),
+}
 
 
-def timed(args):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1")
-    samples = []
-    for _run in range(RUNS):
-        start = time.perf_counter()
-        proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, *args], env=env, cwd=ROOT, capture_output=True, text=True, check=False)
-        samples.append(time.perf_counter() - start)
-        recap = re.search(r"^ct200\s+:.*changed=(\d+).*failed=(\d+)", proc.stdout, re.M)
-        if proc.returncode != 0 or not recap or recap.group(1) != "0":
-            sys.exit("%s: rc=%s, recap %s\n%s" % (" ".join(args), proc.returncode, recap and recap.group(0), proc.stdout[-3000:]))
-    return statistics.median(samples)
+def env():
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1", BLACKWELL_INFERENCE_HEARTBEAT="0")
+
+
+def once(args, extra_env=None):
+    start = time.perf_counter()
+    cmd = [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, *args]
+    proc = subprocess.run(cmd, env=dict(env(), **(extra_env or {})), cwd=ROOT, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - start
+    recap = re.search(r"^%s\s+:.*changed=(\d+).*failed=(\d+)" % re.escape(HOST), proc.stdout, re.M)
+    if proc.returncode != 0 or not recap or recap.group(1) != "0":
+        sys.exit("%s: rc=%s, recap %s\n%s" % (" ".join(args), proc.returncode, recap and recap.group(0), proc.stdout[-3000:]))
+    return took, proc.stdout
+
+
+def write_play(tmp, name, extra="", extra_name=""):
+    path = os.path.join(tmp, name + ".yml")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(PLAY.format(host=HOST, extra=extra, extra_name=extra_name))
+    return path
+
+
+def first_converge():
+    """Boot ct200 from the before image, converge it once, and return (seconds, {share: seconds})."""
+    sys.path.insert(0, ROOT)
+    from tests.lab import images  # only for BENCH_CONVERGE
+
+    index = os.environ.get("LAB_INDEX", "0")
+    subprocess.run([images.LABCTL, "up", HOST, index, os.environ.get("LAB_SUITE", "bookworm"), images.name("before")], check=True, capture_output=True)
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, "site.yml", "-l", HOST],
+        env=dict(env(), ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks", PROFILE_TASKS_TASK_OUTPUT_LIMIT="all"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    took = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit("the first converge failed:\n" + proc.stdout[-3000:])
+    shares = {}
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^(.*?) -+ (\d+\.\d+)s$", line.strip())
+        if not m:
+            continue
+        for share, pattern in SHARES.items():
+            if pattern.search(m.group(1)):
+                shares[share] = shares.get(share, 0.0) + float(m.group(2))
+                break
+    return took, shares
 
 
 def main():
-    with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as fh:
-        fh.write(BASELINE)
-    try:
-        base = timed([fh.name])
-        noop = timed(["site.yml", "-l", "ct200"])
-        verify = timed(["site.yml", "-l", "ct200", "--tags", "verify"])
-    finally:
-        os.unlink(fh.name)
-    print("runs per measurement (median): %d" % RUNS)
-    print("baseline (gather_facts min + ping): %.2f s" % base)
-    print("site.yml no-op rerun:              %.2f s  ratio %.1f" % (noop, noop / base))
-    print("site.yml --tags verify:            %.2f s  ratio %.1f" % (verify, verify / base))
+    converge = first_converge() if os.environ.get("BENCH_CONVERGE") == "1" else None
+    with tempfile.TemporaryDirectory() as tmp:
+        plays = {
+            "baseline": [write_play(tmp, "baseline")],
+            "baseline+fi": [write_play(tmp, "fi", FI_IMPORT.format(venv=VENV), " and a FlashInfer import")],
+            "pings x5": [write_play(tmp, "pings", "".join(PINGS.format(i=i) for i in range(5)), " and five more pings")],
+            "facts x5": [write_play(tmp, "facts", "".join(FACTS.format(i=i) for i in range(5)), " and five cuda_facts calls")],
+            "no-op": ["site.yml", "-l", HOST],
+            "verify": ["site.yml", "-l", HOST, "--tags", "verify"],
+        }
+        once(plays["no-op"])  # warm: the first run after a boot pays for cold caches on both sides
+        samples = {name: [] for name in plays}
+        for _run in range(RUNS):
+            for name, args in plays.items():
+                samples[name].append(once(args)[0])
+    med = {name: statistics.median(values) for name, values in samples.items()}
+    noop = med["no-op"] / med["baseline"]
+    verify = med["verify"] / med["baseline+fi"]
+    facts = (med["facts x5"] - med["pings x5"]) / 5
+    over = []
+    print("runs per measurement (median of %d, interleaved):" % RUNS)
+    for name, value in med.items():
+        print("  %-12s %6.2f s" % (name, value))
+    for label, value, target, unit in (
+        ("site.yml no-op / baseline", noop, TARGETS["no-op"], "x"),
+        ("--tags verify / baseline+fi", verify, TARGETS["verify"], "x"),
+        ("cuda_facts per call beyond a ping", facts, TARGETS["facts"], " s"),
+    ):
+        verdict = "ok" if value <= target else "OVER"
+        if verdict == "OVER":
+            over.append(label)
+        print("%-36s %6.2f%s  (target <= %.1f%s)  %s" % (label, value, unit, target, unit, verdict))
+    if converge:
+        took, shares = converge
+        print("first converge from the before image: %.0f s" % took)
+        for share in SHARES:
+            seconds = float(shares.get(share, 0.0))
+            print("  %-5s %6.0f s  %3.0f%%" % (share, seconds, 100 * seconds / took))
+        print("  other %6.0f s  %3.0f%%" % (took - sum(shares.values()), 100 * (took - sum(shares.values())) / took))
+    if over:
+        print("over target: " + ", ".join(over))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

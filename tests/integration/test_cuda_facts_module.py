@@ -89,6 +89,25 @@ def test_not_a_venv(tmp_path):
     assert "Traceback" not in json.dumps(res)
 
 
+def test_an_optional_venv_that_is_not_there_yet_is_no_venv_and_a_link_reports_its_target(tmp_path, sglang_venv):
+    missing = str(tmp_path / "opt" / "sglang" / "current")
+    res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "venv": missing, "venv_optional": True})
+    facts = res["ansible_facts"]["blackwell_cuda"]
+    assert not res.get("failed") and facts["venv"] is None and facts["flashinfer"]["error"].startswith("no venv given")
+    assert ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "venv": missing})["failed"]  # not optional: refused
+    # a link (as /opt/sglang/current) resolves to the venv it points at, with or without a trailing /; a dangling one fails
+    link = tmp_path / "current"
+    link.symlink_to(sglang_venv)
+    for given in (str(link), str(link) + "/"):
+        got = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "venv": given, "venv_optional": True})["ansible_facts"]["blackwell_cuda"]["venv"]
+        assert got["path"] == given and got["target"] == str(sglang_venv) and got["packages"]["sglang"] == "0.5.23"
+    direct = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "venv": str(sglang_venv)})["ansible_facts"]["blackwell_cuda"]["venv"]
+    assert direct["target"] == str(sglang_venv)
+    dangling = tmp_path / "gone"
+    dangling.symlink_to(tmp_path / "pruned")
+    assert ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "venv": str(dangling), "venv_optional": True})["failed"]
+
+
 def test_probe_needs_venv():
     res = ansible_module("cuda_facts", {"nvidia_smi": NVIDIA_SMI_DOUBLE, "probe": True})
     assert res["failed"] and "probe=true needs venv" in res["msg"]

@@ -125,6 +125,14 @@ def test_only_workspaces_whose_venv_is_gone_are_stale():
     assert ss.stale_workspaces([]) == [] and ss.stale_workspaces(None) == []
 
 
+def test_stale_workspaces_from_finds_dangling_links():
+    # `find /var/cache/sglang/jit -mindepth 2 -maxdepth 2 -name venv -xtype l` after sglang_venv pruned two venvs
+    found = "/var/cache/sglang/jit/cccc/venv\n/var/cache/sglang/jit/dddd/venv\n".splitlines()
+    assert ss.stale_workspaces(found) == ["/var/cache/sglang/jit/cccc", "/var/cache/sglang/jit/dddd"]
+    assert ss.stale_workspaces(found, ["/var/cache/sglang/jit/cccc"]) == ["/var/cache/sglang/jit/dddd"]
+    assert ss.stale_workspaces(["", "  "]) == []
+
+
 @pytest.mark.parametrize("key", ss.MANAGED_KEYS)
 def test_environment_refuses_overriding_derived_keys(key):
     with pytest.raises(ValueError, match=key):
