@@ -285,7 +285,8 @@ def gather_toolkits(root, run):
 
 
 def gather_venv(module, venv, optional=False):
-    if not venv or (optional and not os.path.lexists(venv.rstrip("/") or venv)):
+    link = (venv or "").rstrip("/") or venv  # the link itself, not what a trailing / follows to
+    if not venv or (optional and not os.path.lexists(link)):
         return None, None
     try:
         python = venv_info.check_venv(venv)
@@ -294,7 +295,6 @@ def gather_venv(module, venv, optional=False):
     sites = venv_info.site_packages(venv)
     packages = venv_info.installed_versions(sites)
     wanted = ("sglang", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "torch", "sglang-kernel", "sgl-kernel")
-    link = venv.rstrip("/") or venv  # the link itself, not what a trailing / follows to
     target = os.path.realpath(link) if os.path.islink(link) else venv
     info = {"path": venv, "target": target, "python": python, "site_packages": sites, "packages": {k: packages[k] for k in wanted if k in packages}}
     return info, venv_info.torch_info(sites)
