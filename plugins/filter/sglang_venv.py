@@ -14,6 +14,14 @@ def sglang_venv_pip_check(result, no_deps=None):
     return {"passed": passed, "problems": kept, "set_aside": skipped}
 
 
+def sglang_venv_prune_plan(venvs, this_dir, link_target, local_facts=None, keep=2):
+    return venv_info.prune_plan(venvs or [], this_dir, link_target or "", local_facts or {}, keep)
+
+
 class FilterModule:
     def filters(self):
-        return {"sglang_venv_pip_check": sglang_venv_pip_check, "sglang_venv_no_deps_accepted": venv_info.no_deps_accepted}
+        return {
+            "sglang_venv_pip_check": sglang_venv_pip_check,
+            "sglang_venv_no_deps_accepted": venv_info.no_deps_accepted,
+            "sglang_venv_prune_plan": sglang_venv_prune_plan,
+        }

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 RELEASE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
@@ -230,3 +231,23 @@ def changes(plan_, installed):
     res["downgrades"] = ", ".join("%(name)s from %(installed)s to %(wanted)s" % d for d in res["downgrade"])
     res["apt"] = bool(res["install"] or res["upgrade"])  # apt has work; without it the dry-run and the install are skipped
     return res
+
+
+def apt_sources_naming(url, root="/etc/apt"):
+    """The apt source files under root (*.list and *.sources, at any depth, as `grep -rlF`) that contain url, sorted:
+    a second source for the role's repository URL (from the cuda-keyring package, say) with another Signed-By makes
+    apt update fail."""
+    found = []
+    for top, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            if not name.endswith((".list", ".sources")):
+                continue
+            path = os.path.join(top, name)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    if url in fh.read():
+                        found.append(path)
+            except OSError:
+                continue
+    return found

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 
@@ -131,3 +132,77 @@ def no_deps_accepted(no_deps, packages, lock_file=""):
     if no_deps and lock_file:
         return False
     return not {requirement_name(r) for r in no_deps} & {requirement_name(r) for r in packages or []}
+
+
+# The build writes this file last, after the venv's check passed: it marks the venv complete and is its metadata.
+MARKER = ".blackwell-venv.json"
+# What the interpreter that makes the venvs must have (venv and ensurepip), and its version.
+PYTHON_CHECK = "import sys, venv, ensurepip; print('%d.%d.%d' % sys.version_info[:3])"
+
+
+def read_marker(path):
+    """(complete, marker, marker's mtime) of the venv at path. A marker that is there but not a JSON object raises
+    VenvError: the build wrote it whole, so it was changed by hand (the venv is neither rebuilt nor trusted)."""
+    marker = os.path.join(path, MARKER)
+    try:
+        with open(marker, encoding="utf-8") as fh:
+            text = fh.read()
+            mtime = os.fstat(fh.fileno()).st_mtime
+    except FileNotFoundError:
+        return False, None, None
+    except OSError as exc:
+        raise VenvError("%s cannot be read: %s" % (marker, exc)) from exc
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise VenvError("%s is not JSON (%s): the build writes it whole, so it was changed since" % (marker, exc)) from exc
+    if not isinstance(data, dict):
+        raise VenvError("%s is not a JSON object" % marker)
+    return True, data, mtime
+
+
+def list_venvs(root):
+    """The entries of <root>/venvs that are not hidden (the build locks are), sorted, each as {name, path, isdir,
+    complete, marker, marker_mtime}; [] when there is no such directory yet."""
+    base = os.path.join(root, "venvs")
+    try:
+        names = sorted(os.listdir(base))
+    except FileNotFoundError:
+        return []
+    venvs = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        path = os.path.join(base, name)
+        isdir = os.path.isdir(path) and not os.path.islink(path)
+        complete, marker, mtime = read_marker(path) if isdir else (False, None, None)
+        venvs.append({"name": name, "path": path, "isdir": isdir, "complete": complete, "marker": marker, "marker_mtime": mtime})
+    return venvs
+
+
+def last_good_venvs(local_facts):
+    """The venvs the ready markers (local facts, one per service) name as their last good state."""
+    found = []
+    for fact in (local_facts or {}).values():
+        last_good = fact.get("last_good") if isinstance(fact, dict) else None
+        venv = last_good.get("venv") if isinstance(last_good, dict) else None
+        if venv and venv not in found:
+            found.append(venv)
+    return found
+
+
+def prune_plan(venvs, this_dir, link_target, local_facts, keep):
+    """What a prune keeps and removes among the venv directories (list_venvs). Never removed, and counted in keep when
+    they exist: this run's venv, the one current points at, every ready marker's last good venv; the rest of keep are
+    the newest complete ones (by their marker's mtime). Incomplete ones beyond those go. Returns {keep, remove}."""
+    norm = os.path.normpath
+    dirs = [norm(v["path"]) for v in venvs if v.get("isdir")]
+    must = []
+    for wanted in [this_dir, link_target, *last_good_venvs(local_facts)]:
+        path = norm(wanted) if wanted else ""
+        if path and (path in dirs or path == norm(this_dir)) and path not in must:
+            must.append(path)
+    complete = sorted((v for v in venvs if v.get("isdir") and v.get("complete")), key=lambda v: v.get("marker_mtime") or 0, reverse=True)
+    newest = [norm(v["path"]) for v in complete if norm(v["path"]) not in must]
+    kept = must + newest[: max(int(keep) - len(must), 0)]
+    return {"keep": kept, "remove": [p for p in dirs if p not in kept]}

@@ -213,91 +213,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.inference.plugins.module_utils import (
     commands,
-    cuda_toolkits,
+    cuda_measure,
     flashinfer_probe,
     flashinfer_rules,
-    nvidia_smi,
-    sglang_rules,
     systemd_env,
-    venv_info,
 )
-
-PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
-# What FlashInfer and CUDA read from the environment; only these are returned (no secrets).
-REPORTED_KEYS = (
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "PATH",
-    "HOME",
-    "CUDA_VISIBLE_DEVICES",
-    "LD_LIBRARY_PATH",
-    "FLASHINFER_CUDA_ARCH_LIST",
-    "FLASHINFER_WORKSPACE_BASE",
-    "FLASHINFER_NVCC",
-    "SGLANG_CACHE_DIR",
-)
-
-
-def gather_gpus(module, run):
-    """(gpus, driver) from one nvidia-smi call (a second only for pre-R510 drivers)."""
-    driver = {"present": False, "version": None, "branch": None, "cuda_version": None, "cuda_version_source": None, "open_kernel_module": None, "error": None}
-    nvsmi = module.params["nvidia_smi"]
-    fields = nvidia_smi.QUERY_FIELDS
-    res = run(nvidia_smi.query_argv(nvsmi, fields))
-    if res.os_error:
-        driver["error"] = "%s not runnable (%s)" % (nvsmi, res.os_error)
-        return [], driver
-    if res.rc != 0 and nvidia_smi.invalid_field(res.stdout + res.stderr) == "compute_cap":
-        fields = nvidia_smi.LEGACY_QUERY_FIELDS
-        res = run(nvidia_smi.query_argv(nvsmi, fields))
-        driver["error"] = "driver too old for the compute_cap query field (needs about R510): compute capability unknown"
-    if res.rc != 0:
-        loaded, reason = nvidia_smi.classify_failure(res.rc, res.stdout, res.stderr)
-        if loaded is None:
-            module.fail_json(msg="nvidia-smi failed: %s" % reason, **res.as_dict())
-        driver["present"], driver["error"] = loaded, reason
-        return [], driver
-    try:
-        gpus = nvidia_smi.parse_query(res.stdout, fields)
-    except nvidia_smi.NvidiaSmiError as exc:
-        module.fail_json(msg="unexpected nvidia-smi output: %s" % exc, **res.as_dict())
-    versions = sorted({g.pop("driver_version") for g in gpus} - {None})
-    driver["present"] = True
-    if versions:
-        driver["version"] = versions[0]
-        driver["branch"] = nvidia_smi.driver_branch(versions[0])
-        driver["cuda_version"], driver["cuda_version_source"] = nvidia_smi.driver_cuda_version(versions[0])
-    try:
-        with open(PROC_DRIVER_VERSION, encoding="utf-8") as fh:
-            driver["open_kernel_module"] = nvidia_smi.parse_proc_version(fh.read())
-    except OSError:
-        pass
-    return gpus, driver
-
-
-def gather_toolkits(root, run):
-    toolkits = [cuda_toolkits.describe_toolkit(p, run) for p in cuda_toolkits.find_toolkit_dirs(root)]
-    default = cuda_toolkits.default_toolkit(root)
-    if default is not None:
-        match = [t for t in toolkits if os.path.realpath(t["path"]) == default["path"]]
-        default["version"] = match[0]["version"] if match else None
-    return toolkits, default
-
-
-def gather_venv(module, venv, optional=False):
-    link = (venv or "").rstrip("/") or venv  # the link itself, not what a trailing / follows to
-    if not venv or (optional and not os.path.lexists(link)):
-        return None, None
-    try:
-        python = venv_info.check_venv(venv)
-    except venv_info.VenvError as exc:
-        module.fail_json(msg=str(exc))
-    sites = venv_info.site_packages(venv)
-    packages = venv_info.installed_versions(sites)
-    wanted = ("sglang", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "torch", "sglang-kernel", "sgl-kernel")
-    target = os.path.realpath(link) if os.path.islink(link) else venv
-    info = {"path": venv, "target": target, "python": python, "site_packages": sites, "packages": {k: packages[k] for k in wanted if k in packages}}
-    return info, venv_info.torch_info(sites)
 
 
 def run_module():
@@ -321,45 +241,13 @@ def run_module():
     run = commands.CachingRunner(commands.module_runner(module))
     env, env_notes = systemd_env.service_environment(module, run, p["unit"], p["environment"])
 
-    gpus, driver = gather_gpus(module, run)
-    toolkits, default = gather_toolkits(p["toolkit_root"], run)
-    venv, torch = gather_venv(module, p["venv"], p["venv_optional"])
-
-    fi_version = p["flashinfer_version"] or (venv or {}).get("packages", {}).get("flashinfer-python")
-    torch_cuda = torch["cuda"] if torch else p["torch_cuda"]
-    ccs = flashinfer_rules.visible_ccs(gpus, env)
     home_dir = pwd.getpwuid(os.getuid()).pw_dir
-    sglang = None
-    if fi_version:
-        flashinfer = flashinfer_rules.predict(env, run, fi_version, torch_cuda, ccs, home_dir=home_dir)
-        sglang_version = (venv or {}).get("packages", {}).get("sglang")
-        if sglang_version:
-            sglang = sglang_rules.layer(
-                sglang_version, env, ccs, flashinfer, lambda wenv, wccs: flashinfer_rules.predict(wenv, run, fi_version, torch_cuda, wccs, home_dir=home_dir)
-            )
-    else:
-        flashinfer = {
-            "version": None,
-            "accepted": False,
-            "target_archs": [],
-            "error": "flashinfer-python is not installed in venv=%s (set flashinfer_version to predict anyway)" % p["venv"]
-            if venv
-            else "no venv given (set venv or flashinfer_version)" + (" (venv=%s does not exist yet)" % p["venv"] if p["venv"] else ""),
-            "error_stage": "version",
-        }
-    facts = {
-        "gpus": gpus,
-        "compute_capabilities": nvidia_smi.summarize_gpus(gpus),
-        "driver": driver,
-        "toolkits": toolkits,
-        "default_toolkit": default,
-        "environment": {k: env[k] for k in REPORTED_KEYS if k in env},
-        "environment_notes": env_notes,
-        "venv": venv,
-        "torch": torch,
-        "flashinfer": flashinfer,
-        "sglang": sglang,
-    }
+    try:
+        facts = cuda_measure.measure(run, p, env, env_notes, home_dir)
+    except cuda_measure.MeasureError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    venv, flashinfer = facts["venv"], facts["flashinfer"]
+    ccs = flashinfer_rules.visible_ccs(facts["gpus"], env)
     if p["probe"]:
         res = commands.run_python(run, venv["python"], flashinfer_probe.PROBE_SCRIPT, env=env, timeout=600)
         try:

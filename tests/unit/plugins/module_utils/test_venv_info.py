@@ -1,5 +1,7 @@
 """Versions read from a venv's files without importing anything."""
 
+import os
+
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils import venv_info as vi
@@ -144,3 +146,96 @@ def test_no_deps_accepted(no_deps, packages, lock_file, accepted):
 )
 def test_requirement_name(requirement, name):
     assert vi.requirement_name(requirement) == name
+
+
+# The marker a build wrote on the lab host (tests/lab: the converged ct200), as it is on disk.
+MARKER = """{
+    "built_at": "2026-12-02T13:59:48.126946",
+    "hash": "2c26817414e442ed",
+    "imports": {"flashinfer": "ok", "torch": "ok"},
+    "inputs": {"extra_index_urls": [], "find_links": ["/srv/wheelhouse"], "index_url": "", "patches": [],
+               "python": "/usr/bin/python3", "python_version": "3.11.2",
+               "requirements": ["flashinfer-python==0.7.4", "torch==2.13.0"]},
+    "no_deps": [], "patches": [], "pip_check_set_aside": 0, "torch_cuda": null,
+    "versions": {"flashinfer-python": "0.7.4", "torch": "2.13.0+cpu"}
+}
+"""
+
+
+def make_root(tmp_path, complete=(), incomplete=(), files=(), hidden=()):
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    for i, name in enumerate(complete):
+        (venvs / name).mkdir()
+        marker = venvs / name / vi.MARKER
+        marker.write_text(MARKER.replace("2c26817414e442ed", name))
+        os.utime(marker, (1000 + i, 1000 + i))  # later in the list: written later
+    for name in incomplete:
+        (venvs / name / "bin").mkdir(parents=True)
+    for name in files:
+        (venvs / name).write_text("")
+    for name in hidden:
+        (venvs / name).write_text("")
+    return str(tmp_path)
+
+
+def test_list_venvs_reads_markers_and_leaves_hidden_entries_out(tmp_path):
+    root = make_root(tmp_path, complete=["2c26817414e442ed"], incomplete=["9f00aa"], files=["stray"], hidden=[".2c26817414e442ed.lock"])
+    venvs = vi.list_venvs(root)
+    assert [(v["name"], v["isdir"], v["complete"]) for v in venvs] == [("2c26817414e442ed", True, True), ("9f00aa", True, False), ("stray", False, False)]
+    assert venvs[0]["marker"]["versions"] == {"flashinfer-python": "0.7.4", "torch": "2.13.0+cpu"}
+    assert venvs[0]["marker_mtime"] == 1000
+    assert venvs[0]["path"] == os.path.join(root, "venvs", "2c26817414e442ed")
+    assert venvs[1]["marker"] is None
+
+
+def test_list_venvs_of_a_root_without_venvs(tmp_path):
+    assert vi.list_venvs(str(tmp_path / "nothing")) == []
+
+
+@pytest.mark.parametrize("text", ["{truncated", "[1, 2]", ""])
+def test_a_marker_changed_by_hand_is_refused_naming_it(tmp_path, text):
+    root = make_root(tmp_path, complete=["abc"])
+    (tmp_path / "venvs" / "abc" / vi.MARKER).write_text(text)
+    with pytest.raises(vi.VenvError, match=r"venvs/abc/\.blackwell-venv\.json"):
+        vi.list_venvs(root)
+
+
+V = "/opt/sglang/venvs/"
+
+
+def venv(name, complete=True, mtime=0, isdir=True):
+    return {"name": name, "path": V + name, "isdir": isdir, "complete": complete, "marker_mtime": mtime if complete else None}
+
+
+READY = {"sglang_k26": {"ready": True, "last_good": {"venv": V + "old", "inputs": "x"}}, "other": "not a marker", "none": {"last_good": None}}
+
+
+@pytest.mark.parametrize(
+    "venvs,this,link,facts,keep,removed",
+    [
+        # a no-op run: this run's venv is current, nothing else
+        ([venv("a", mtime=1)], V + "a", V + "a", {}, 2, []),
+        # a switch: the new one and the previous one stay; an older complete one and a killed build go
+        ([venv("a", mtime=1), venv("b", mtime=2), venv("c", mtime=3), venv("k", complete=False)], V + "c", V + "c", {}, 2, [V + "a", V + "k"]),
+        # keep 3: the two newest besides this run's
+        ([venv("a", mtime=1), venv("b", mtime=2), venv("c", mtime=3)], V + "c", V + "c", {}, 3, []),
+        # the ready marker's last good venv is never removed, and counts in keep (the newer b goes)
+        ([venv("old", mtime=1), venv("b", mtime=2), venv("c", mtime=3)], V + "c", V + "c", READY, 2, [V + "b"]),
+        # check mode, no switch: current still points at the previous venv, which stays with this run's
+        ([venv("a", mtime=1), venv("b", mtime=2)], V + "new", V + "a", {}, 2, [V + "b"]),
+        # a failed build rolled back: this run's incomplete venv is not removed here (the next build replaces it)
+        ([venv("a", mtime=1), venv("n", complete=False)], V + "n", V + "a", {}, 2, []),
+        # a stray file is not a venv; a trailing / or // in the root spells the same venv
+        ([venv("a", mtime=1), venv("stray", complete=False, isdir=False)], "/opt/sglang//venvs/a", V + "a/", {}, 2, []),
+    ],
+)
+def test_prune_plan(venvs, this, link, facts, keep, removed):
+    plan = vi.prune_plan(venvs, this, link, facts, keep)
+    assert plan["remove"] == removed
+    assert not set(plan["remove"]) & set(plan["keep"])
+
+
+def test_last_good_venvs_from_the_local_facts():
+    assert vi.last_good_venvs(READY) == [V + "old"]
+    assert vi.last_good_venvs(None) == []

@@ -1,0 +1,146 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The measure behind blackwell_cuda facts: GPUs and driver (one nvidia-smi call), the CUDA toolkits, the venv's
+versions, and FlashInfer's (and SGLang's) answer in an environment. Shared by cuda_facts and toolkit_probe."""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.blackwell.inference.plugins.module_utils import (
+    cuda_toolkits,
+    flashinfer_rules,
+    nvidia_smi,
+    sglang_rules,
+    venv_info,
+)
+
+PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
+# What FlashInfer and CUDA read from the environment; only these are returned (no secrets).
+REPORTED_KEYS = (
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "PATH",
+    "HOME",
+    "CUDA_VISIBLE_DEVICES",
+    "LD_LIBRARY_PATH",
+    "FLASHINFER_CUDA_ARCH_LIST",
+    "FLASHINFER_WORKSPACE_BASE",
+    "FLASHINFER_NVCC",
+    "SGLANG_CACHE_DIR",
+)
+
+
+class MeasureError(Exception):
+    """A reading that is not an answer (nvidia-smi failing in a way no driver state explains, a venv that is not one);
+    result: the command's rc/stdout/stderr when there was one."""
+
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result or {}
+
+
+def gather_gpus(nvsmi, run):
+    """(gpus, driver) from one nvidia-smi call (a second only for pre-R510 drivers)."""
+    driver = {"present": False, "version": None, "branch": None, "cuda_version": None, "cuda_version_source": None, "open_kernel_module": None, "error": None}
+    fields = nvidia_smi.QUERY_FIELDS
+    res = run(nvidia_smi.query_argv(nvsmi, fields))
+    if res.os_error:
+        driver["error"] = "%s not runnable (%s)" % (nvsmi, res.os_error)
+        return [], driver
+    if res.rc != 0 and nvidia_smi.invalid_field(res.stdout + res.stderr) == "compute_cap":
+        fields = nvidia_smi.LEGACY_QUERY_FIELDS
+        res = run(nvidia_smi.query_argv(nvsmi, fields))
+        driver["error"] = "driver too old for the compute_cap query field (needs about R510): compute capability unknown"
+    if res.rc != 0:
+        loaded, reason = nvidia_smi.classify_failure(res.rc, res.stdout, res.stderr)
+        if loaded is None:
+            raise MeasureError("nvidia-smi failed: %s" % reason, res.as_dict())
+        driver["present"], driver["error"] = loaded, reason
+        return [], driver
+    try:
+        gpus = nvidia_smi.parse_query(res.stdout, fields)
+    except nvidia_smi.NvidiaSmiError as exc:
+        raise MeasureError("unexpected nvidia-smi output: %s" % exc, res.as_dict()) from exc
+    versions = sorted({g.pop("driver_version") for g in gpus} - {None})
+    driver["present"] = True
+    if versions:
+        driver["version"] = versions[0]
+        driver["branch"] = nvidia_smi.driver_branch(versions[0])
+        driver["cuda_version"], driver["cuda_version_source"] = nvidia_smi.driver_cuda_version(versions[0])
+    try:
+        with open(PROC_DRIVER_VERSION, encoding="utf-8") as fh:
+            driver["open_kernel_module"] = nvidia_smi.parse_proc_version(fh.read())
+    except OSError:
+        pass
+    return gpus, driver
+
+
+def gather_toolkits(root, run):
+    toolkits = [cuda_toolkits.describe_toolkit(p, run) for p in cuda_toolkits.find_toolkit_dirs(root)]
+    default = cuda_toolkits.default_toolkit(root)
+    if default is not None:
+        match = [t for t in toolkits if os.path.realpath(t["path"]) == default["path"]]
+        default["version"] = match[0]["version"] if match else None
+    return toolkits, default
+
+
+def gather_venv(venv, optional=False):
+    link = (venv or "").rstrip("/") or venv  # the link itself, not what a trailing / follows to
+    if not venv or (optional and not os.path.lexists(link)):
+        return None, None
+    try:
+        python = venv_info.check_venv(venv)
+    except venv_info.VenvError as exc:
+        raise MeasureError(str(exc)) from exc
+    sites = venv_info.site_packages(venv)
+    packages = venv_info.installed_versions(sites)
+    wanted = ("sglang", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "torch", "sglang-kernel", "sgl-kernel")
+    target = os.path.realpath(link) if os.path.islink(link) else venv
+    info = {"path": venv, "target": target, "python": python, "site_packages": sites, "packages": {k: packages[k] for k in wanted if k in packages}}
+    return info, venv_info.torch_info(sites)
+
+
+def measure(run, p, env, env_notes, home_dir):
+    """blackwell_cuda for p (nvidia_smi, toolkit_root, and optionally venv, venv_optional, flashinfer_version,
+    torch_cuda) in env. Raises MeasureError."""
+    gpus, driver = gather_gpus(p["nvidia_smi"], run)
+    toolkits, default = gather_toolkits(p["toolkit_root"], run)
+    venv, torch = gather_venv(p.get("venv"), p.get("venv_optional", False))
+
+    fi_version = p.get("flashinfer_version") or (venv or {}).get("packages", {}).get("flashinfer-python")
+    torch_cuda = torch["cuda"] if torch else p.get("torch_cuda")
+    ccs = flashinfer_rules.visible_ccs(gpus, env)
+    sglang = None
+    if fi_version:
+        flashinfer = flashinfer_rules.predict(env, run, fi_version, torch_cuda, ccs, home_dir=home_dir)
+        sglang_version = (venv or {}).get("packages", {}).get("sglang")
+        if sglang_version:
+            sglang = sglang_rules.layer(
+                sglang_version, env, ccs, flashinfer, lambda wenv, wccs: flashinfer_rules.predict(wenv, run, fi_version, torch_cuda, wccs, home_dir=home_dir)
+            )
+    else:
+        flashinfer = {
+            "version": None,
+            "accepted": False,
+            "target_archs": [],
+            "error": "flashinfer-python is not installed in venv=%s (set flashinfer_version to predict anyway)" % p.get("venv")
+            if venv
+            else "no venv given (set venv or flashinfer_version)" + (" (venv=%s does not exist yet)" % p.get("venv") if p.get("venv") else ""),
+            "error_stage": "version",
+        }
+    facts = {
+        "gpus": gpus,
+        "compute_capabilities": nvidia_smi.summarize_gpus(gpus),
+        "driver": driver,
+        "toolkits": toolkits,
+        "default_toolkit": default,
+        "environment": {k: env[k] for k in REPORTED_KEYS if k in env},
+        "environment_notes": env_notes,
+        "venv": venv,
+        "torch": torch,
+        "flashinfer": flashinfer,
+        "sglang": sglang,
+    }
+    return facts

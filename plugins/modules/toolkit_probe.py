@@ -1,0 +1,139 @@
+#!/usr/bin/python
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: toolkit_probe
+short_description: Everything the cuda_toolkit role decides from, read in one call
+version_added: "0.3.0"
+description:
+  - Reads, and changes nothing - the GPUs, the driver and the CUDA toolkits as M(blackwell.inference.cuda_facts)
+    measures them (set as C(ansible_facts.blackwell_cuda), one C(nvidia-smi) call, one C(nvcc --version) per toolkit),
+    every package's version and dpkg status (one C(dpkg-query)), the Secure Boot state (C(mokutil --sb-state)) and the
+    apt source files that already name the role's repository URL.
+  - A host without C(mokutil) is not a failure; the state is then unknown (C(secure_boot.rc) is null).
+author:
+  - Blackwell Inference maintainers (@blackwell-inference)
+options:
+  nvidia_smi:
+    description: Command name or path of C(nvidia-smi).
+    type: str
+    default: nvidia-smi
+  toolkit_root:
+    description: Directory holding C(cuda-X.Y) toolkits and the C(cuda) link.
+    type: path
+    default: /usr/local
+  packages:
+    description: Read every package's version and status with C(dpkg-query) (the apt method).
+    type: bool
+    default: true
+  apt_source_url:
+    description: List the C(*.list) and C(*.sources) files under C(/etc/apt) that contain this URL (none when empty).
+    type: str
+    default: ""
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+  facts:
+    support: full
+seealso:
+  - module: blackwell.inference.cuda_facts
+"""
+
+EXAMPLES = r"""
+- name: Read the host once for the toolkit role
+  blackwell.inference.toolkit_probe:
+    toolkit_root: /usr/local
+    apt_source_url: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64
+  register: probe
+
+- name: Show the Secure Boot state
+  ansible.builtin.debug:
+    msg: "{{ probe.secure_boot.stdout }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: C(blackwell_cuda) as M(blackwell.inference.cuda_facts) returns it without a venv or an environment.
+  returned: always
+  type: dict
+packages:
+  description: >-
+    C(dpkg-query -W -f='${Package} ${Version} ${Status}\n') over every package - C(rc) and C(stdout)
+    (the input of the C(cuda_dpkg_state) and C(cuda_package_changes) filters). Empty with O(packages=false).
+  returned: always
+  type: dict
+  sample: {rc: 0, stdout: "cuda-nvcc-13-0 13.0.88-1 hold ok installed\n"}
+secure_boot:
+  description: C(mokutil --sb-state) - C(rc) (null when it could not run), C(stdout), C(stderr).
+  returned: always
+  type: dict
+  sample: {rc: 0, stdout: SecureBoot disabled, stderr: ""}
+apt_sources:
+  description: The apt source files that contain O(apt_source_url), sorted.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/apt/sources.list.d/cuda-debian12-x86_64.list]
+"""
+
+import os
+import pwd
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, cuda_plan, systemd_env
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            toolkit_root=dict(type="path", default="/usr/local"),
+            packages=dict(type="bool", default=True),
+            apt_source_url=dict(type="str", default=""),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    run = commands.CachingRunner(commands.module_runner(module))
+    env, env_notes = systemd_env.service_environment(module, run, None, {})
+    try:
+        facts = cuda_measure.measure(run, p, env, env_notes, pwd.getpwuid(os.getuid()).pw_dir)
+    except cuda_measure.MeasureError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+
+    packages = {"rc": None, "stdout": ""}
+    if p["packages"]:
+        res = run(["dpkg-query", "-W", "-f=${Package} ${Version} ${Status}\\n"])
+        if not res.ok:
+            module.fail_json(msg="dpkg-query could not list the packages", **res.as_dict())
+        packages = {"rc": res.rc, "stdout": res.stdout}
+
+    res = run(["mokutil", "--sb-state"])
+    stderr = "not installed" if res.os_error == "FileNotFoundError" else (res.stderr or "").strip()
+    secure_boot = {"rc": res.rc, "stdout": res.stdout.strip(), "stderr": stderr}
+
+    url = p["apt_source_url"].rstrip("/")
+    sources = cuda_plan.apt_sources_naming(url) if url else []
+    module.exit_json(
+        changed=False, ansible_facts={"blackwell_cuda": facts}, packages=packages, secure_boot=secure_boot, apt_sources=sources, commands_run=run.calls
+    )
+
+
+def main():
+    run_module()
+
+
+if __name__ == "__main__":
+    main()

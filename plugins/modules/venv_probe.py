@@ -1,0 +1,123 @@
+#!/usr/bin/python
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: venv_probe
+short_description: Everything the sglang_venv role decides from, read in one call
+version_added: "0.3.0"
+description:
+  - Reads, and changes nothing - the interpreter that makes the venvs (its version, and that it has C(venv) and
+    C(ensurepip)), the tools asked for, where C(<root>/current) points, and every venv under C(<root>/venvs) with its
+    completion marker (the metadata file the build writes last, parsed).
+  - A hidden entry under C(<root>/venvs) (a build lock) is not a venv. A marker that is not a JSON object fails the
+    module, naming the file - the build writes it whole, so such a venv was changed by hand.
+author:
+  - Blackwell Inference maintainers (@blackwell-inference)
+options:
+  root:
+    description: The role's root directory (C(sglang_venv_root)).
+    type: path
+    required: true
+  python:
+    description: The interpreter that makes the venvs, a name on C(PATH) or a path.
+    type: str
+    default: python3
+  tools:
+    description: Commands the run needs on the host; each is asked for C(--version).
+    type: list
+    elements: str
+    default: []
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Read the interpreter, the venvs and where current points
+  blackwell.inference.venv_probe:
+    root: /opt/sglang
+    python: /usr/bin/python3
+    tools: [patch]
+  register: probe
+"""
+
+RETURN = r"""
+python:
+  description: The interpreter - C(version) (X.Y.Z, or null when it cannot make venvs), C(rc), C(stderr).
+  returned: always
+  type: dict
+  sample: {version: 3.11.2, rc: 0, stderr: ""}
+tools:
+  description: Per tool asked for - C(found) (its C(--version) exited 0) and C(version) (its first line).
+  returned: always
+  type: dict
+  sample: {patch: {found: true, version: GNU patch 2.7.6}}
+current:
+  description: Where C(<root>/current) resolves (as C(stat)'s C(lnk_source)), or an empty string when it is not a link.
+  returned: always
+  type: str
+  sample: /opt/sglang/venvs/2c26817414e442ed
+venvs:
+  description: >-
+    The entries of C(<root>/venvs), hidden ones left out, sorted - C(name), C(path), C(isdir), C(complete) (its marker is there),
+    C(marker) (the parsed metadata, or null) and C(marker_mtime).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: 2c26817414e442ed, path: /opt/sglang/venvs/2c26817414e442ed, isdir: true, complete: true, marker_mtime: 1764683988.1,
+            marker: {hash: 2c26817414e442ed, versions: {flashinfer-python: 0.7.4, torch: 2.13.0+cpu}}}]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, venv_info
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path", required=True),
+            python=dict(type="str", default="python3"),
+            tools=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    run = commands.module_runner(module)
+
+    res = run(["/usr/bin/env", p["python"], "-c", venv_info.PYTHON_CHECK])
+    version = res.stdout.strip() if res.ok else None
+    python = {"version": version, "rc": res.rc, "stderr": (res.stderr or "").strip()}
+
+    tools = {}
+    for tool in p["tools"]:
+        res = run([tool, "--version"])
+        tools[tool] = {"found": res.ok, "version": (res.stdout.strip().splitlines() or [None])[0] if res.ok else None}
+
+    link = os.path.join(p["root"], "current")
+    current = os.path.realpath(link) if os.path.islink(link) else ""
+    try:
+        venvs = venv_info.list_venvs(p["root"])
+    except venv_info.VenvError as exc:
+        module.fail_json(msg=str(exc), python=python, tools=tools, current=current)
+    module.exit_json(changed=False, python=python, tools=tools, current=current, venvs=venvs)
+
+
+def main():
+    run_module()
+
+
+if __name__ == "__main__":
+    main()
