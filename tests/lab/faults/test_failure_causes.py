@@ -1,0 +1,108 @@
+"""A failed service is explained (issue 12 item 7): the known causes are planted on ct200 for real, the service is
+restarted into them and really fails (its unit failed, the cause's own line in its journal), and the summary (or
+service_health, which reads the journal since the unit's last start) names the cause with its fix.
+
+- the seeds' incident: CUDA 12.8 first and no arch list, so FlashInfer's GPU detection comes out empty ("requires
+  GPUs with sm75 or higher"), through a real `--tags verify`;
+- FlashInfer's SM 12.x gate: a bare arch list 12.1 with CUDA 12.8 (FlashInfer 0.7.4 refuses it at import);
+- a JIT build without curand.h: the toolkit's cuRAND header moved aside and the sampling module's build with it;
+- an OOM kill: the unit's MemoryMax below what the server needs.
+torch's "driver too old" needs a CUDA build of torch and a driver (the lab has neither): its row is in the unit table.
+The file leaves ct200 changed (the faults' drop-in, a failed unit): the next file starts from a fresh image.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+
+from ..conftest import INVENTORY, ROOT, on_host_until, playbook, playbook_command, workspace
+from .test_faults import no_traceback
+
+UNIT = "sglang-k26.service"
+FAULT = "/etc/systemd/system/sglang-k26.service.d/90-lab-fault.conf"
+CUDA128 = "/usr/local/cuda-12.8"
+VENV_BIN = "/opt/sglang/current/bin"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+ON_128 = ["Environment=CUDA_HOME=%s" % CUDA128, "Environment=PATH=%s/bin:%s:%s" % (CUDA128, VENV_BIN, SYSTEM_PATH)]
+CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include/curand.h"
+
+
+def plant(run, *lines):
+    """A drop-in after the role's own (90- sorts after 50-), so its lines win; then systemd reads it."""
+    run("printf '%%s\\n' %s > %s && systemctl daemon-reload" % (shlex.quote("\n".join(["[Service]", *lines])), FAULT))
+
+
+def fail(run):
+    """Restart the service into the fault; the fault hit when the unit really failed after it started (Restart=no:
+    it stays failed, with systemd's result). Returns (result, its journal since that start)."""
+    run("systemctl restart %s" % UNIT)  # Type=simple: returns once started
+    on_host_until(run, "systemctl is-failed --quiet %s" % UNIT, "%s failed" % UNIT, timeout=300)
+    result = run("systemctl show -p Result --value %s" % UNIT).strip()
+    since = run("systemctl show -p ExecMainStartTimestamp --value %s" % UNIT).strip()
+    assert result != "success" and since, (result, since)
+    return result, run("journalctl -u %s --no-pager -o cat --since %s" % (UNIT, shlex.quote(since)))
+
+
+def ask(cuda_version=None):
+    """service_health as verify asks it (one look, no failure), with cuda_version as a caller may give it."""
+    args = {"url": "http://127.0.0.1:30000/health", "unit": UNIT, "timeout": 0, "must_answer": False}
+    if cuda_version:
+        args["cuda_version"] = cuda_version
+    cmd, env = playbook_command()
+    cmd = [os.path.join(os.path.dirname(cmd[0]), "ansible"), "ct200", "-i", INVENTORY, "-m", "blackwell.inference.service_health", "-a", json.dumps(args)]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    res = json.loads(proc.stdout.split("=>", 1)[1])
+    assert res["answered"] is False, res
+    return res
+
+
+def named(res, name):
+    found = [c for c in res["causes"] if c["name"] == name]
+    assert found, "cause %s not named: %s" % (name, res)
+    return found[0]
+
+
+def test_the_seeds_incident_is_named_by_verify_with_its_fix(run):
+    plant(run, *ON_128, "UnsetEnvironment=FLASHINFER_CUDA_ARCH_LIST")
+    assert run("systemctl show -p MainPID --value %s" % UNIT).strip() != "0"  # serving before the fault
+    _result, journal = fail(run)
+    assert "FlashInfer requires GPUs with sm75 or higher" in journal, journal[-3000:]
+    rc, out, _recap = playbook("--tags", "verify")
+    no_traceback(out)
+    assert rc != 0 and "ct200 is NOT READY" in out, out[-4000:]
+    assert "why the service fails (its journal since its last start): FlashInfer found no target arch" in out, out[-4000:]
+    assert "requires GPUs with sm75 or higher" in out.split("why the service fails", 1)[1]
+    assert "fix: point the unit at CUDA >= 12.9" in out
+
+
+def test_flashinfers_cuda_gate_is_named_with_the_cuda_it_saw(run):
+    plant(run, *ON_128, "Environment=FLASHINFER_CUDA_ARCH_LIST=12.1")
+    _result, journal = fail(run)
+    assert "SM 12.1+ requires CUDA >= 12.9" in journal, journal[-3000:]
+    cause = named(ask("12.8"), "flashinfer_cuda_gate")
+    assert "refused CUDA 12.8" in cause["cause"] and "SM 12.1+ requires CUDA >= 12.9" in cause["line"]
+    # nothing else is claimed: the gate is the one cause in that journal
+    assert [c["name"] for c in ask()["causes"]] == ["flashinfer_cuda_gate"]
+
+
+def test_an_oom_kill_is_named(run):
+    plant(run, "MemoryMax=48M", "MemorySwapMax=0")
+    result, journal = fail(run)
+    assert result == "oom-kill", journal[-3000:]
+    cause = named(ask(), "oom_kill")
+    assert "OOM killer" in cause["cause"] and cause["fix"].startswith("free host memory")
+
+
+def test_a_jit_build_without_curand_headers_is_named(run):
+    # the sampling module's build moved aside with the header: the start compiles it again, and nvcc cannot
+    sampling = workspace(run) + "/.cache/flashinfer/0.7.4/120f/cached_ops/sampling"
+    run(f"test -d {sampling} && mv {sampling} {sampling}.aside && mv {CURAND} {CURAND}.aside && rm -f {FAULT}")
+    try:
+        run("systemctl daemon-reload")
+        _result, journal = fail(run)
+        assert "curand.h" in journal, journal[-3000:]
+        cause = named(ask(), "jit_missing_curand")
+        assert "libcurand-dev" in cause["fix"]
+    finally:
+        run(f"rm -rf {sampling} && mv {sampling}.aside {sampling} && mv {CURAND}.aside {CURAND}")
