@@ -5,9 +5,10 @@ service_health, which reads the journal since the unit's last start) names the c
 - the seeds' incident: CUDA 12.8 first and no arch list, so FlashInfer's GPU detection comes out empty ("requires
   GPUs with sm75 or higher"), through a real `--tags verify`;
 - FlashInfer's SM 12.x gate: a bare arch list 12.1 with CUDA 12.8 (FlashInfer 0.7.4 refuses it at import);
-- a JIT build without curand.h: the toolkit's cuRAND header moved aside and the sampling module's build with it;
-- an OOM kill: the unit's MemoryMax below what the server needs.
-torch's "driver too old" needs a CUDA build of torch and a driver (the lab has neither): its row is in the unit table.
+- a JIT build without curand.h: the toolkit's cuRAND header moved aside and the sampling module's build with it.
+Not planted here, their rows are in the unit table (tests/unit/.../test_service_journal.py): an OOM kill (systemd in the
+lab host has no memory controller, so MemoryMax= does nothing there; a real OOM of this machine would hit everything on
+it) and torch's "driver too old" (it needs a CUDA build of torch and a driver; the lab has neither).
 The file leaves ct200 changed (the faults' drop-in, a failed unit): the next file starts from a fresh image.
 """
 
@@ -84,14 +85,6 @@ def test_flashinfers_cuda_gate_is_named_with_the_cuda_it_saw(run):
     assert "refused CUDA 12.8" in cause["cause"] and "SM 12.1+ requires CUDA >= 12.9" in cause["line"]
     # nothing else is claimed: the gate is the one cause in that journal
     assert [c["name"] for c in ask()["causes"]] == ["flashinfer_cuda_gate"]
-
-
-def test_an_oom_kill_is_named(run):
-    plant(run, "MemoryMax=48M", "MemorySwapMax=0")
-    result, journal = fail(run)
-    assert result == "oom-kill", journal[-3000:]
-    cause = named(ask(), "oom_kill")
-    assert "OOM killer" in cause["cause"] and cause["fix"].startswith("free host memory")
 
 
 def test_a_jit_build_without_curand_headers_is_named(run):
