@@ -76,7 +76,21 @@ def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(b
     callbacks = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins", "callback", "*.py")))
     roles = sorted(os.listdir(os.path.join(ROOT, "roles")))
     assert callbacks == ["fleet_summary", "progress"] and (
-        modules == ["cuda_facts", "cuda_link", "host_lock", "jit_smoke", "paths", "service_health", "service_snapshot", "trusted_key", "unit_command"]
+        modules
+        == [
+            "cuda_facts",
+            "cuda_link",
+            "host_lock",
+            "jit_smoke",
+            "paths",
+            "service_health",
+            "service_probe",
+            "service_snapshot",
+            "toolkit_probe",
+            "trusted_key",
+            "unit_command",
+            "venv_probe",
+        ]
         and len(filters) >= 14
         and len(roles) == 3
     )
