@@ -176,6 +176,18 @@ def test_check_mode_with_a_changed_environment_changes_nothing(run):
     assert service_state(run) == before  # ... and changes nothing
 
 
+def test_a_stopped_ready_service_is_started_and_waited_for_before_it_is_judged(run):
+    # the fault hit: the service was serving, and is stopped before the run (a host whose operator stopped it)
+    assert main_pid(run) != "0" and health(run)["flashinfer"] == "0.7.4"
+    run("systemctl stop " + UNIT)
+    assert run("systemctl show -p ActiveState --value " + UNIT).strip() == "inactive"
+    rc, out, recap = playbook()
+    # started by the run (its one change) and judged once it answered, not at one look while it was loading
+    assert rc == 0 and recap["changed"] == 1, out[-4000:]
+    assert "NOT READY" not in out and '"READY: ' in out and "health answering" in out, out[-4000:]
+    assert health(run)["pid"] == int(main_pid(run))
+
+
 def test_secrets_go_to_a_0600_file_and_never_to_the_output(host, run):
     secret = "hf_lab_" + hashlib.sha256(b"ct200").hexdigest()[:20]
     rc, out, _recap = playbook("-v", extra_vars={"sglang_service_secret_environment": {"HF_TOKEN": secret}})
