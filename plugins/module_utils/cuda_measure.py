@@ -1,7 +1,8 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The measure behind blackwell_cuda facts: GPUs and driver (one nvidia-smi call), the CUDA toolkits, the venv's
-versions, and FlashInfer's (and SGLang's) answer in an environment. Shared by cuda_facts and toolkit_probe."""
+versions, and FlashInfer's (and SGLang's) answer in an environment, and every FlashInfer service on the host.
+Shared by cuda_facts and toolkit_probe."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from ansible_collections.blackwell.inference.plugins.module_utils import (
     cuda_toolkits,
     flashinfer_rules,
     nvidia_smi,
+    service_census,
     sglang_rules,
+    systemd_env,
     venv_info,
 )
 
@@ -102,6 +105,44 @@ def gather_venv(venv, optional=False):
     return info, venv_info.torch_info(sites)
 
 
+def predict(run, env, fi_version, sglang_version, torch_cuda, ccs, home_dir):
+    """(flashinfer, sglang): FlashInfer's answer in env, and SGLang's layer over it when the venv has SGLang."""
+    flashinfer = flashinfer_rules.predict(env, run, fi_version, torch_cuda, ccs, home_dir=home_dir)
+    sglang = None
+    if sglang_version:
+        sglang = sglang_rules.layer(
+            sglang_version, env, ccs, flashinfer, lambda wenv, wccs: flashinfer_rules.predict(wenv, run, fi_version, torch_cuda, wccs, home_dir=home_dir)
+        )
+    return flashinfer, sglang
+
+
+def gather_services(run, gpus, managed_unit, home_dir):
+    """service_census rows: every loaded service whose command runs a venv with FlashInfer, judged in its own
+    environment (one systemctl show; nvcc only for a CUDA home the runner has not asked yet). Raises MeasureError."""
+    res = run(service_census.show_argv())
+    if not res.ok:
+        raise MeasureError("cannot list the services (systemctl show)", res.as_dict())
+    torch_cuda = {}
+
+    def read_venv(path):
+        if not os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+            return None
+        try:
+            info, torch = gather_venv(path)
+        except MeasureError:
+            return None
+        torch_cuda[path] = torch["cuda"] if torch else None
+        return info
+
+    def judge(record, venv):
+        env, _notes = service_census.unit_environment(record, systemd_env.read_text)
+        packages = venv["packages"]
+        ccs = flashinfer_rules.visible_ccs(gpus, env)
+        return predict(run, env, packages["flashinfer-python"], packages.get("sglang"), torch_cuda.get(venv["path"]), ccs, env.get("HOME") or home_dir)
+
+    return service_census.census(service_census.parse_records(res.stdout), managed_unit, read_venv, judge)
+
+
 def measure(run, p, env, env_notes, home_dir):
     """blackwell_cuda for p (nvidia_smi, toolkit_root, and optionally venv, venv_optional, flashinfer_version,
     torch_cuda) in env. Raises MeasureError."""
@@ -114,12 +155,7 @@ def measure(run, p, env, env_notes, home_dir):
     ccs = flashinfer_rules.visible_ccs(gpus, env)
     sglang = None
     if fi_version:
-        flashinfer = flashinfer_rules.predict(env, run, fi_version, torch_cuda, ccs, home_dir=home_dir)
-        sglang_version = (venv or {}).get("packages", {}).get("sglang")
-        if sglang_version:
-            sglang = sglang_rules.layer(
-                sglang_version, env, ccs, flashinfer, lambda wenv, wccs: flashinfer_rules.predict(wenv, run, fi_version, torch_cuda, wccs, home_dir=home_dir)
-            )
+        flashinfer, sglang = predict(run, env, fi_version, (venv or {}).get("packages", {}).get("sglang"), torch_cuda, ccs, home_dir)
     else:
         flashinfer = {
             "version": None,

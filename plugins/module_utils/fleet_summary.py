@@ -80,6 +80,11 @@ def service(summary):
     return "%s %s" % (summary.get("unit", "?"), "answering" if answering else "not answering (%s)" % health)
 
 
+def refused_services(cuda):
+    """The host's other FlashInfer services (not the managed one) that FlashInfer would refuse in their own environment."""
+    return [r.get("unit", "?") for r in (cuda or {}).get("services") or [] if not r.get("managed") and not r.get("accepted")]
+
+
 def _true(value):
     return value is True or str(value).lower() == "true"
 
@@ -118,7 +123,9 @@ def row(host, cuda=None, summary=None, failure=None, unreachable=None, reached=T
     stopped: why hosts not reached were not (the roll stopped at a failed batch).
     """
     res = {"host": host, "gpus": gpus(cuda), "toolkit": toolkit(cuda), "flashinfer": flashinfer(cuda), "service": service(summary)}
-    res["ready"] = False
+    res["ready"], res["refused_services"] = False, refused_services(cuda)
+    if res["refused_services"]:  # not this host's verdict (READY is the managed service's), but never silent
+        res["service"] += "; REFUSED beside it: " + ", ".join(res["refused_services"])
     if unreachable is not None:
         res.update(status=UNREACHABLE, why=_one_line(unreachable) or "unreachable")
     elif failure is not None and (not summary or _true(summary.get("ready"))):

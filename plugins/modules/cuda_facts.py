@@ -75,6 +75,16 @@ options:
     description: Directory holding C(cuda-X.Y) toolkits and the C(cuda) link.
     type: path
     default: /usr/local
+  services:
+    description:
+      - Also list every FlashInfer service on the host - each loaded systemd service whose command starts in a
+        Python venv (C(<venv>/bin/...) with C(pyvenv.cfg)) that has C(flashinfer-python) - with FlashInfer's verdict,
+        and SGLang's layer when that venv has SGLang, in the unit's own environment.
+      - One C(systemctl show) for all units; the venvs are read from their files, nothing is imported.
+      - Units not in systemd's memory (disabled and never started) are not listed.
+    type: bool
+    default: false
+    version_added: 0.4.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -110,6 +120,12 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that: ansible_facts['blackwell_cuda']['flashinfer']['accepted']
     fail_msg: "{{ ansible_facts['blackwell_cuda']['flashinfer']['error'] }}"
+
+- name: Every FlashInfer service on the host, each judged in its own environment
+  blackwell.inference.cuda_facts:
+    unit: sglang-k26.service
+    venv: /opt/sglang/current
+    services: true
 
 - name: Cross-check the prediction with FlashInfer itself
   blackwell.inference.cuda_facts:
@@ -199,6 +215,19 @@ ansible_facts:
           sample: {version: 0.5.23, sets: FLASHINFER_CUDA_ARCH_LIST, arch_list: 12.0a, orders_agree: false,
                    workers: [{compute_capability: "12.0", arch_list: 12.0a, target_archs: [120a], same_workspace: false,
                               cache_dir: /var/cache/sglang/jit/2c26817414e442ed/.cache/flashinfer/0.7.4/120a, accepted: true}]}
+        services:
+          description:
+            - With O(services=true), one row per FlashInfer service, the unit O(unit) first (C(managed)), then by name -
+              C(unit), C(managed), C(active) and C(sub) (its systemd state), C(venv), C(packages), C(flashinfer),
+              C(sglang), C(cuda_home), C(cuda_version), C(target_archs) (the unit's environment), C(worker_archs) (in
+              SGLang's workers), C(orders_agree), C(accepted), C(error) and C(symptom) (how it would crash).
+          type: list
+          elements: dict
+          returned: when services is true
+          sample:
+            - {unit: sglang-eagle3.service, managed: false, active: failed, sub: failed, venv: /root/venv_eagle3,
+               flashinfer: 0.7.0, sglang: null, cuda_home: /usr/local/cuda-12.8, cuda_version: "12.8", target_archs: [],
+               accepted: false, error: SM 12.x requires CUDA >= 12.9, symptom: FlashInfer requires GPUs with sm75 or higher}
         probe:
           description: With O(probe=true) - C(cuda_home), C(cuda_version), C(target_archs), C(error)
             as FlashInfer itself reported them, and C(agrees) with the prediction (C(differences) lists why not).
@@ -232,6 +261,7 @@ def run_module():
             torch_cuda=dict(type="str"),
             probe=dict(type="bool", default=False),
             toolkit_root=dict(type="path", default="/usr/local"),
+            services=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -246,6 +276,11 @@ def run_module():
         facts = cuda_measure.measure(run, p, env, env_notes, home_dir)
     except cuda_measure.MeasureError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
+    if p["services"]:
+        try:
+            facts["services"] = cuda_measure.gather_services(run, facts["gpus"], p["unit"], home_dir)
+        except cuda_measure.MeasureError as exc:
+            module.fail_json(msg=exc.msg, **exc.result)
     venv, flashinfer = facts["venv"], facts["flashinfer"]
     ccs = flashinfer_rules.visible_ccs(facts["gpus"], env)
     if p["probe"]:

@@ -123,7 +123,7 @@ def test_a_refusal_inside_sglangs_workers_is_the_services():
 def test_row_status_and_why(kwargs, status, ready, why):
     r = fs.row("ct200", **kwargs)
     assert (r["status"], r["ready"], r["why"]) == (status, ready, why)
-    assert set(r) == {"host", "gpus", "toolkit", "flashinfer", "service", "status", "ready", "why"}
+    assert set(r) == {"host", "gpus", "toolkit", "flashinfer", "service", "status", "ready", "why", "refused_services"}
 
 
 def test_service_column():
@@ -133,6 +133,21 @@ def test_service_column():
     failed = dict(READY, health=404, sample={"url": "http://127.0.0.1:30000/generate", "status": 404, "ok": False, "detail": "answered HTTP 404: {}"})
     assert fs.service(failed) == "sglang-k26.service answering, sampled request failed (404)"
     assert fs.service(dict(READY, sample={"ok": True, "status": 200})) == "sglang-k26.service answering"
+
+
+def test_a_refused_service_beside_the_managed_one_is_named_and_leaves_the_verdict_alone():
+    services = [
+        {"unit": "sglang-k26.service", "managed": True, "accepted": True},
+        {"unit": "sglang-dflash.service", "managed": False, "accepted": True},
+        {"unit": "sglang-eagle3.service", "managed": False, "accepted": False, "error": "SM 12.x requires CUDA >= 12.9"},
+    ]
+    r = fs.row("ct200", cuda=dict(CONVERGED, services=services), summary=READY)
+    assert (r["status"], r["ready"]) == ("READY", True)  # READY is the managed service's
+    assert r["refused_services"] == ["sglang-eagle3.service"]
+    assert r["service"] == "sglang-k26.service answering; REFUSED beside it: sglang-eagle3.service"
+    # a refused managed service is the FlashInfer column's, not this one's
+    r = fs.row("ct200", cuda=dict(CONVERGED, services=[dict(services[0], accepted=False)]), summary=READY)
+    assert r["refused_services"] == [] and r["service"] == "sglang-k26.service answering"
 
 
 def test_long_reasons_stay_on_one_line():
