@@ -35,7 +35,7 @@ def judge(record, venv):
     if venv["path"] == "/root/venv_sglang211":
         assert env["PATH"].startswith("/usr/local/cuda/bin:")  # the unit's own environment is judged
         return REFUSED_128, None
-    assert env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0a"
+    assert env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"  # the unit says FlashInfer's own; SGLang's workers move to 12.0a
     return ACCEPTED_120A, SGLANG_OK
 
 
