@@ -41,6 +41,8 @@ def phases(role):
     rows = []
     for task in tasks:
         target = task.get("ansible.builtin.import_tasks") or task.get("ansible.builtin.include_tasks")
+        if isinstance(target, dict):  # include_tasks: {file: ..., apply: ...}
+            target = target["file"]
         if target:
             rows.append((task["name"], target, [t for t in task.get("tags", []) if t != role]))
     return rows

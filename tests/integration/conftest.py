@@ -17,8 +17,7 @@ CACHE = os.environ.get("BLACKWELL_CACHE_DIR", "/var/cache/blackwell-inference")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def ansible_module(module, args, extra_env=None, extra_args=()):
-    """Run `ansible localhost -m blackwell.inference.<module>` and return its result dict."""
+def _ansible_env(extra_env=None):
     env = dict(os.environ)
     env.update(
         ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
@@ -29,6 +28,43 @@ def ansible_module(module, args, extra_env=None, extra_args=()):
         ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
     )
     env.update(extra_env or {})
+    return env
+
+
+def ansible_module_calls(module, calls, tmp_dir):
+    """Run blackwell.inference.<module> once per args dict in `calls`, as the tasks of one play on localhost (one
+    Ansible start for all, each call its own module run); return their result dicts in order."""
+    play = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [{"name": "call %d" % i, "blackwell.inference." + module: args, "ignore_errors": True} for i, args in enumerate(calls)],
+        }
+    ]
+    path = os.path.join(str(tmp_dir), "calls.yml")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(play, fh)  # JSON is YAML: the arguments go in literally, nothing is templated
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", path],
+        cwd=ROOT,
+        env=_ansible_env(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    try:
+        out = json.loads(proc.stdout)
+    except ValueError as exc:
+        raise AssertionError("ansible-playbook printed no JSON (rc=%s):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)) from exc
+    results = [task["hosts"]["localhost"] for task in out["plays"][0]["tasks"]]
+    assert len(results) == len(calls), proc.stdout[-3000:]
+    return results
+
+
+def ansible_module(module, args, extra_env=None, extra_args=()):
+    """Run `ansible localhost -m blackwell.inference.<module>` and return its result dict."""
+    env = _ansible_env(extra_env)
     proc = subprocess.run(
         [
             os.path.join(BIN, "ansible"),

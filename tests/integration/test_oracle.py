@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import NVIDIA_SMI_DOUBLE, ansible_module
+from .conftest import NVIDIA_SMI_DOUBLE, ansible_module_calls
 
 REAL_13 = "/usr/local/cuda-13.0"
 BASE_PATH = "/usr/bin:/bin"
@@ -57,10 +57,43 @@ def _cases(t):
 CASE_NAMES = [c[0] for c in _cases(Path("/x"))]
 
 
+ARCH_CASES = [
+    # FLASHINFER_CUDA_ARCH_LIST, toolkit, expected archs or the import error
+    ("12.0a", "12.8", ["120a"], None),
+    ("12.0", "12.8", ["120a"], None),
+    ("12.0", "13.0", ["120f"], None),
+    ("9.0a 12.0a", "13.0", ["90a", "120a"], None),
+    ("12.1", "12.8", None, "RuntimeError"),
+    ("12.0,9.0", "13.0", None, "ValueError"),
+    ("sm_120", "13.0", None, "ValueError"),
+]
+
+
+def _arch_env(tree, arch_list, home):
+    cuda_home = str(tree / "cuda-12.8") if home == "12.8" else REAL_13
+    return {"CUDA_HOME": cuda_home, "PATH": BASE_PATH, "FLASHINFER_CUDA_ARCH_LIST": arch_list}
+
+
+@pytest.fixture(scope="module")
+def answers(oracle_venv, tree, tmp_path_factory):
+    """cuda_facts with its probe for every case below, each its own module run (its own FlashInfer import in the
+    oracle venv), all in one ansible-playbook run: {case: result}."""
+    calls = {}
+    for name, env, _want in _cases(tree):
+        calls["lookup", name] = {"venv": oracle_venv, "probe": True, "environment": env, "nvidia_smi": NVIDIA_SMI_DOUBLE}
+    for arch_list, home, _archs, _error in ARCH_CASES:
+        calls["arch", arch_list, home] = {"venv": oracle_venv, "probe": True, "environment": _arch_env(tree, arch_list, home), "nvidia_smi": NVIDIA_SMI_DOUBLE}
+    # predicting for another FlashInfer version than the venv holds
+    env = {"CUDA_HOME": str(tree / "cuda-12.8"), "PATH": BASE_PATH, "FLASHINFER_CUDA_ARCH_LIST": "12.0"}
+    calls["disagreement"] = {"venv": oracle_venv, "probe": True, "environment": env, "nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.0"}
+    results = ansible_module_calls("cuda_facts", list(calls.values()), tmp_path_factory.mktemp("oracle"))
+    return dict(zip(calls, results))
+
+
 @pytest.mark.parametrize("name", CASE_NAMES)
-def test_lookup_agrees(oracle_venv, tree, name):
-    env, want = next(c[1:] for c in _cases(tree) if c[0] == name)
-    res = ansible_module("cuda_facts", {"venv": oracle_venv, "probe": True, "environment": env, "nvidia_smi": NVIDIA_SMI_DOUBLE})
+def test_lookup_agrees(answers, tree, name):
+    want = next(c[2] for c in _cases(tree) if c[0] == name)
+    res = answers["lookup", name]
     assert not res.get("failed"), res.get("msg")
     facts = res["ansible_facts"]["blackwell_cuda"]
     fi, probe = facts["flashinfer"], facts["probe"]
@@ -74,22 +107,9 @@ def test_lookup_agrees(oracle_venv, tree, name):
     assert probe["agrees"], probe["differences"]
 
 
-@pytest.mark.parametrize(
-    "arch_list,home,archs,error_kind",
-    [
-        ("12.0a", "12.8", ["120a"], None),
-        ("12.0", "12.8", ["120a"], None),
-        ("12.0", "13.0", ["120f"], None),
-        ("9.0a 12.0a", "13.0", ["90a", "120a"], None),
-        ("12.1", "12.8", None, "RuntimeError"),
-        ("12.0,9.0", "13.0", None, "ValueError"),
-        ("sm_120", "13.0", None, "ValueError"),
-    ],
-)
-def test_arch_list_agrees(oracle_venv, tree, arch_list, home, archs, error_kind):
-    cuda_home = str(tree / "cuda-12.8") if home == "12.8" else REAL_13
-    env = {"CUDA_HOME": cuda_home, "PATH": BASE_PATH, "FLASHINFER_CUDA_ARCH_LIST": arch_list}
-    res = ansible_module("cuda_facts", {"venv": oracle_venv, "probe": True, "environment": env, "nvidia_smi": NVIDIA_SMI_DOUBLE})
+@pytest.mark.parametrize("arch_list,home,archs,error_kind", ARCH_CASES)
+def test_arch_list_agrees(answers, arch_list, home, archs, error_kind):
+    res = answers["arch", arch_list, home]
     facts = res["ansible_facts"]["blackwell_cuda"]
     fi, probe = facts["flashinfer"], facts["probe"]
     assert probe["archs_compared"] is True
@@ -101,10 +121,9 @@ def test_arch_list_agrees(oracle_venv, tree, arch_list, home, archs, error_kind)
     assert probe["agrees"], probe["differences"]
 
 
-def test_probe_reports_disagreement(oracle_venv, tree):
+def test_probe_reports_disagreement(answers):
     """The comparison can fail: predicting for another FlashInfer version than the venv holds."""
-    env = {"CUDA_HOME": str(tree / "cuda-12.8"), "PATH": BASE_PATH, "FLASHINFER_CUDA_ARCH_LIST": "12.0"}
-    res = ansible_module("cuda_facts", {"venv": oracle_venv, "probe": True, "environment": env, "nvidia_smi": NVIDIA_SMI_DOUBLE, "flashinfer_version": "0.7.0"})
+    res = answers["disagreement"]
     probe = res["ansible_facts"]["blackwell_cuda"]["probe"]
     assert probe["agrees"] is False
     assert "import" in probe["differences"][0]

@@ -95,9 +95,12 @@ def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(b
         and len(roles) == 3
     )
     for kind, names in (("module", modules), ("filter", filters), ("callback", callbacks), ("role", roles)):
+        # one ansible-doc per plugin type, every name of that type (it renders each and fails on any it cannot)
+        fqcns = ["blackwell.inference." + name for name in names]
+        docs = json.loads(tool("ansible-doc", "-t", kind, "--json", *fqcns, cwd=str(built["work"]), env=built["env"]).stdout)
+        assert sorted(docs) == sorted(fqcns), (kind, sorted(docs))
         for name in names:
-            out = tool("ansible-doc", "-t", kind, "--json", "blackwell.inference." + name, cwd=str(built["work"]), env=built["env"]).stdout
-            doc = json.loads(out)["blackwell.inference." + name]
+            doc = docs["blackwell.inference." + name]
             assert str(built["installed"]) in json.dumps(doc) or kind == "role", "%s %s not from the installed copy" % (kind, name)
             if kind == "module":
                 assert doc["doc"]["short_description"] and doc["examples"] and doc["return"]

@@ -35,11 +35,13 @@ HANG = {"sglang_service_command": ["/opt/sglang/current/bin/python", "-c", "impo
 NCCL = {"sglang_service_environment": {"NCCL_DEBUG": "WARN"}}
 # FlashInfer + torch (no SGLang layer) and one more pin: another venv, built and checked. Its smoke warms FlashInfer's
 # quantization module into B's own workspace (a cold build of about a minute of CPU; the server dies of its flag before it would
-# load anything), so the rollout really builds into B's workspace without a second cold sampling build in the suite.
+# load anything), so the rollout really builds into B's workspace without a second cold sampling build in the suite. Without
+# bytecode: the server never runs on B, and its check and smoke write what they import (a third of the pip time).
 PINS_B = {
     "sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"],
     "sglang_venv_packages_no_deps": [],
     "sglang_venv_check_imports": ["flashinfer", "torch"],
+    "sglang_venv_bytecode": False,
     "sglang_service_jit_warm": ["quantization"],
 }
 CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include/curand.h"
