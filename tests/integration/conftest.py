@@ -31,6 +31,15 @@ def _ansible_env(extra_env=None):
     return env
 
 
+def _json_run(argv, env, timeout):
+    """Run an Ansible command whose stdout callback is JSON; its parsed output (a failure shows what it printed)."""
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        return json.loads(proc.stdout)
+    except ValueError as exc:
+        raise AssertionError("%s printed no JSON (rc=%s):\n%s\n%s" % (os.path.basename(argv[0]), proc.returncode, proc.stdout, proc.stderr)) from exc
+
+
 def ansible_module_calls(module, calls, tmp_dir):
     """Run blackwell.inference.<module> once per args dict in `calls`, as the tasks of one play on localhost (one
     Ansible start for all, each call its own module run); return their result dicts in order."""
@@ -44,52 +53,28 @@ def ansible_module_calls(module, calls, tmp_dir):
     path = os.path.join(str(tmp_dir), "calls.yml")
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(play, fh)  # JSON is YAML: the arguments go in literally, nothing is templated
-    proc = subprocess.run(
-        [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", path],
-        cwd=ROOT,
-        env=_ansible_env(),
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    try:
-        out = json.loads(proc.stdout)
-    except ValueError as exc:
-        raise AssertionError("ansible-playbook printed no JSON (rc=%s):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)) from exc
+    out = _json_run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", path], _ansible_env(), timeout=1800)
     results = [task["hosts"]["localhost"] for task in out["plays"][0]["tasks"]]
-    assert len(results) == len(calls), proc.stdout[-3000:]
+    assert len(results) == len(calls), json.dumps(out)[-3000:]
     return results
 
 
 def ansible_module(module, args, extra_env=None, extra_args=()):
     """Run `ansible localhost -m blackwell.inference.<module>` and return its result dict."""
-    env = _ansible_env(extra_env)
-    proc = subprocess.run(
-        [
-            os.path.join(BIN, "ansible"),
-            "localhost",
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-m",
-            "blackwell.inference." + module,
-            "-a",
-            json.dumps(args),
-            *extra_args,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    try:
-        out = json.loads(proc.stdout)
-    except ValueError as exc:
-        raise AssertionError("ansible printed no JSON (rc=%s):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)) from exc
+    argv = [
+        os.path.join(BIN, "ansible"),
+        "localhost",
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-m",
+        "blackwell.inference." + module,
+        "-a",
+        json.dumps(args),
+        *extra_args,
+    ]
+    out = _json_run(argv, _ansible_env(extra_env), timeout=900)
     return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
