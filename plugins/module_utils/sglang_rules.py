@@ -62,7 +62,15 @@ def worker_arch_list(cc):
 
 
 def _enabled(env):
-    return str((env or {}).get("SGLANG_IS_FLASHINFER_AVAILABLE", "true")).strip().lower() not in ("0", "false", "no", "off", "")
+    # SGLang's get_bool_env_var: "true" and "1" in any case are true; anything else (also "yes", " true") is false
+    return str((env or {}).get("SGLANG_IS_FLASHINFER_AVAILABLE", "true")).lower() in ("true", "1")
+
+
+def _expand_home(path, home):
+    """os.path.expanduser as SGLang's process applies it to SGLANG_CACHE_DIR, with the unit's HOME."""
+    if home and (path == "~" or path.startswith("~/")):
+        return home.rstrip("/") + path[1:] if path != "~" else home
+    return path
 
 
 def worker_env(version, env, cc):
@@ -74,7 +82,8 @@ def worker_env(version, env, cc):
     out = dict(env or {})
     out["FLASHINFER_CUDA_ARCH_LIST"] = worker_arch_list(cc)
     if "FLASHINFER_WORKSPACE_BASE" not in out and release_tuple(version) >= WORKSPACE_DEFAULT_FROM:
-        out["FLASHINFER_WORKSPACE_BASE"] = out.get("SGLANG_CACHE_DIR") or "%s/.cache/sglang" % out.get("HOME", "~")
+        home = out.get("HOME")
+        out["FLASHINFER_WORKSPACE_BASE"] = _expand_home(out.get("SGLANG_CACHE_DIR", "~/.cache/sglang"), home)  # "" stays ""
     return out
 
 

@@ -189,3 +189,52 @@ def test_sglangs_own_arch_list_and_the_workspace_of_each_import_order(tmp_path, 
     (worker,) = sg["workers"]  # eight GPUs of one compute capability
     assert worker["target_archs"] == ["120a"] and worker["cache_dir"] == "/var/cache/sglang/jit/v1/.cache/flashinfer/0.7.4/120a"
     assert facts["flashinfer"]["target_archs"] == (["120a"] if unit_list else ["120f"])  # FlashInfer alone, in the unit's env
+
+
+# The lab's SGLang stand-in runs SGLang's own code from the wheel (the launcher's cache redirect, each worker's
+# set_cuda_arch); here it runs in the oracle venv with the wheel's files on the path, once per environment below.
+STANDIN_RUN = r"""
+import json, os, sys
+import sglang_standin
+out = []
+for env, cc in json.loads(sys.argv[1]):
+    os.environ.clear()
+    os.environ.update(env)
+    sglang_standin.redirect_caches()
+    layer = sglang_standin.sglang_layer({"compute_cap": cc, "name": "GPU double"})
+    out.append({"layer": layer, "base": os.environ.get("FLASHINFER_WORKSPACE_BASE"), "list": os.environ.get("FLASHINFER_CUDA_ARCH_LIST")})
+print(json.dumps(out))
+"""
+HOME = {"HOME": "/home/svc"}
+STANDIN_CASES = [
+    (HOME, "12.0"),
+    (HOME, "12.1"),
+    (HOME, "10.0"),
+    (HOME, "9.0"),
+    (HOME, "8.9"),
+    (dict(HOME, SGLANG_CACHE_DIR="/var/cache/sglang/sglang", FLASHINFER_CUDA_ARCH_LIST="12.0f"), "12.0"),
+    (dict(HOME, SGLANG_CACHE_DIR="~/cache"), "12.0"),
+    (dict(HOME, SGLANG_CACHE_DIR=""), "12.0"),
+    (dict(HOME, FLASHINFER_WORKSPACE_BASE="/var/cache/sglang/jit/v1"), "12.0"),
+    (dict(HOME, FLASHINFER_WORKSPACE_BASE=""), "12.0"),
+] + [
+    (dict(HOME, FLASHINFER_CUDA_ARCH_LIST="12.0f", SGLANG_IS_FLASHINFER_AVAILABLE=v), "12.0")
+    for v in ("false", "0", "FALSE", "no", "off", "", "yes", "True", "1", " true")
+]
+
+
+def test_the_lab_standin_runs_sglangs_own_code_and_the_model_agrees_with_it(sglang_venv, oracle_venv):
+    (site,) = sglang_venv.glob("lib/python3*/site-packages")
+    path = "%s:%s" % (site, os.path.join(ROOT, "tests", "fixtures", "lab"))
+    argv = [os.path.join(oracle_venv, "bin", "python"), "-c", STANDIN_RUN, json.dumps(STANDIN_CASES)]
+    proc = subprocess.run(argv, env={"PYTHONPATH": path, "PATH": os.environ["PATH"]}, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    real = json.loads(proc.stdout.splitlines()[-1])
+    assert real[0]["layer"] == {"version": "0.5.23", "arch_list_before": None, "arch_list_after": "12.0a"}  # SGLang's code ran
+    disagree = []
+    for (env, cc), got in zip(STANDIN_CASES, real):
+        model = sglang_rules.worker_env("0.5.23", env, cc)  # None: SGLang leaves FlashInfer's list alone
+        want_list = model["FLASHINFER_CUDA_ARCH_LIST"] if model else env.get("FLASHINFER_CUDA_ARCH_LIST")
+        if got["list"] != want_list or (model and got["base"] != model["FLASHINFER_WORKSPACE_BASE"]):
+            disagree.append("%s %s: SGLang %s, model %s" % (env, cc, (got["list"], got["base"]), model and (want_list, model["FLASHINFER_WORKSPACE_BASE"])))
+    assert not disagree, "\n".join(disagree)

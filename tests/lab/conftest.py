@@ -101,8 +101,9 @@ def workspace(run, cache="/var/cache/sglang"):
 
 
 def sampling_library(run):
-    """The warmed sampling module of the current venv's workspace (FlashInfer 0.7.4, CC 12.0 with CUDA 13.0)."""
-    return workspace(run) + "/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so"
+    """The warmed sampling module of the current venv's workspace (FlashInfer 0.7.4 in SGLang's workers on CC 12.0:
+    12.0a, the lab venv carries SGLang)."""
+    return workspace(run) + "/.cache/flashinfer/0.7.4/120a/cached_ops/sampling/sampling.so"
 
 
 @pytest.fixture

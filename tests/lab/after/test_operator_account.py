@@ -84,7 +84,7 @@ def test_an_operator_account_with_sudo_runs_the_installed_collection_and_changes
     table = out[out.index("BLACKWELL INFERENCE FLEET SUMMARY") :]
     (line,) = [x for x in table.splitlines() if x.startswith("ct200 ")]
     assert "8x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)" in line and "13.0 (/usr/local/cuda-13.0)" in line, line
-    assert re.search(r"0\.7\.4 ACCEPTED \(120f\) +sglang-k26\.service answering +READY +compiled, JIT cache warm \(sampling\)", line), line
+    assert re.search(r"0\.7\.4 ACCEPTED \(120a\) +sglang-k26\.service answering +READY +compiled, JIT cache warm \(sampling\)", line), line
     assert "1 of 1 hosts READY" in table
     doc = json.loads(summary.read_text())
     assert doc["ready"] == 1 and doc["rows"][0]["host"] == "ct200" and doc["rows"][0]["status"] == "READY"

@@ -57,16 +57,16 @@ def test_flashinfer_accepts_the_unit_environment_and_start_compiles_nothing(run)
     report = health(run)
     assert report["flashinfer"] == "0.7.4"
     assert report["cuda_home"] == "/usr/local/cuda-13.0" and report["cuda_version"] == "13.0"
-    # the lab venv carries no SGLang (its dependencies would put make test over its budget): FlashInfer alone, in a
-    # worker process as SGLang's scheduler runs it
-    assert report["sglang"] is None
-    assert report["flashinfer_cuda_arch_list"] == "12.0f" and report["target_archs"] == ["120f"]  # FlashInfer's own for CC 12.0, CUDA 13.0
+    # the real SGLang ran first in the worker (set_cuda_arch, the GPU double's CC 12.0) and found the unit already
+    # saying what it says: 12.0a, so FlashInfer imported after it lands in the workspace the converge warmed
+    assert report["sglang"] == {"version": "0.5.23", "arch_list_before": "12.0a", "arch_list_after": "12.0a"}
+    assert report["flashinfer_cuda_arch_list"] == "12.0a" and report["target_archs"] == ["120a"]
     env = report["environment"]
     ws = workspace(run)  # the venv's own: /var/cache/sglang/jit/<venv name>
-    assert env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f" and env["FLASHINFER_WORKSPACE_BASE"] == ws and ws.startswith("/var/cache/sglang/jit/")
+    assert env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0a" and env["FLASHINFER_WORKSPACE_BASE"] == ws and ws.startswith("/var/cache/sglang/jit/")
     assert env["PATH"].startswith("/usr/local/cuda-13.0/bin:/opt/sglang/current/bin:")
     assert env["LD_LIBRARY_PATH"] is None  # not asked for
-    assert report["cache_dir"] == ws + "/.cache/flashinfer/0.7.4/120f"
+    assert report["cache_dir"] == ws + "/.cache/flashinfer/0.7.4/120a"
     assert [w["rank"] for w in report["workers"]] == [0] and report["workers"][0]["pid"] != report["pid"]  # a worker process
     assert_started_from_a_warm_cache(report)
 
@@ -99,8 +99,8 @@ def test_dropin_marker_and_boot_unit(host, run):
     m = marker(run)
     assert m["ready"] and m["launched"] is False and "allowed by policy" in m["reason"]
     assert m["venv"] == run("readlink /opt/sglang/current").strip() == m["last_good"]["venv"]
-    assert m["versions"]["flashinfer-python"] == "0.7.4" and m["archs"] == "12.0f"
-    assert m["smoke"]["compile"]["ok"] and m["smoke"]["compile"]["archs"] == ["sm_120f"]
+    assert m["versions"]["flashinfer-python"] == "0.7.4" and m["archs"] == "12.0a"
+    assert m["smoke"]["compile"]["ok"] and m["smoke"]["compile"]["archs"] == ["sm_120a"]
     assert m["toolkit"] == {"cuda_home": "/usr/local/cuda-13.0", "cuda_version": "13.0"}
     assert run("systemctl is-active sglang-k26-validate.service sglang-k26.service").split() == ["active", "active"]
     assert "sglang-k26-validate.service" in run("systemctl show -p Requires --value " + UNIT).split()
@@ -110,7 +110,7 @@ def test_ansible_local_shows_the_marker():
     cmd, env = adhoc_command("ansible.builtin.setup", "gather_subset=!all,local")
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     local = json.loads(proc.stdout.split("=>", 1)[1])["ansible_facts"]["ansible_local"]["blackwell_inference"]
-    assert local["ready"] is True and local["archs"] == "12.0f" and local["venv"].startswith("/opt/sglang/venvs/")
+    assert local["ready"] is True and local["archs"] == "12.0a" and local["venv"].startswith("/opt/sglang/venvs/")
 
 
 def test_verify_only_run_changes_nothing_and_reports(run):
@@ -198,7 +198,7 @@ def test_secrets_go_to_a_0600_file_and_never_to_the_output(host, run):
         assert (f.user, f.mode) == ("root", 0o600) and f.content_string == 'HF_TOKEN="%s"\n' % secret
         assert "EnvironmentFile=/etc/blackwell-inference/sglang-k26.secrets.env" in host.file(DROPIN).content_string
         assert secret not in run("systemctl show -p Environment " + UNIT)  # not in the public environment
-        assert health(run)["environment"]["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"
+        assert health(run)["environment"]["FLASHINFER_CUDA_ARCH_LIST"] == "12.0a"
     finally:
         rc, out, _recap = playbook()
         assert rc == 0, out[-4000:]

@@ -190,8 +190,9 @@ def test_mixed_fleet_is_reported_per_compute_capability_and_not_ready_until_reva
         rc, out, _recap = playbook("--tags", "verify")
         no_traceback(out)
         assert "4x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)" in out and "4x NVIDIA H100 80GB HBM3 (CC 9.0)" in out, out[-4000:]
-        # the installed environment (12.0f) does not cover the H100s; FlashInfer's own archs for both would be 9.0a 12.0f
-        assert "REFUSED: no target arch covers GPU compute capability 9.0 (target archs: 120f)" in out
+        # the installed environment (SGLang's 12.0a) does not cover the H100s; SGLang would set 9.0a and 12.0a in its
+        # workers (no one environment matches both), so the role falls back to FlashInfer's own archs for both: 9.0a 12.0f
+        assert "REFUSED: no target arch covers GPU compute capability 9.0 (target archs: 120a)" in out
         assert "FLASHINFER_CUDA_ARCH_LIST=9.0a 12.0f" in out
         stale = re.search(r"NOT READY: validated inputs differ from the current ones \(([a-z_, ]+)\); a converge revalidates", out)
         assert rc != 0 and stale and "gpus" in stale.group(1).split(", "), out[-4000:]  # names what changed

@@ -122,7 +122,7 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     rc, out, _recap = playbook("--tags", tags, extra_vars={"sglang_service_venv": good})
     assert rc == 0 and "Remove the JIT workspaces of venvs that are gone" in out, out[-4000:]
     assert run("ls /var/cache/sglang/jit").split() == [os.path.basename(good)]
-    assert run("test -e %s/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/sampling.so && echo warm" % ws_good).strip() == "warm"
+    assert run("test -e %s/.cache/flashinfer/0.7.4/120a/cached_ops/sampling/sampling.so && echo warm" % ws_good).strip() == "warm"
     # (a rerun of a host marked not ready revalidates and is READY: test_play_killed_after_the_restart_then_the_next_run_is_ready)
 
 

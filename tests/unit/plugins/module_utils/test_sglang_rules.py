@@ -106,6 +106,25 @@ def test_from_0_5_19_sglang_defaults_the_workspace_to_its_cache_dir():
     assert sglang_rules.worker_env("0.5.23", dict(env, FLASHINFER_WORKSPACE_BASE="/w"), "12.0")["FLASHINFER_WORKSPACE_BASE"] == "/w"
 
 
+# Rows checked against SGLang 0.5.23's own code as the lab stand-in runs it (tests/integration/test_cuda_facts_module.py)
+@pytest.mark.parametrize(
+    "value, on",
+    [("true", True), ("1", True), ("TRUE", True), ("True", True), ("false", False), ("0", False), ("", False), ("yes", False), ("on", False), (" true", False)],
+)
+def test_the_off_switch_reads_as_sglangs_get_bool_env_var(value, on):
+    env = {"SGLANG_IS_FLASHINFER_AVAILABLE": value, "FLASHINFER_CUDA_ARCH_LIST": "12.0f"}
+    assert (sglang_rules.worker_env("0.5.23", env, "12.0") is not None) is on
+
+
+@pytest.mark.parametrize(
+    "cache_dir, base",
+    [(None, "/home/svc/.cache/sglang"), ("~/cache", "/home/svc/cache"), ("~", "/home/svc"), ("/srv/c", "/srv/c"), ("", ""), ("~other/c", "~other/c")],
+)
+def test_the_workspace_default_expands_the_home_as_sglang_does(cache_dir, base):
+    env = {"HOME": "/home/svc"} if cache_dir is None else {"HOME": "/home/svc", "SGLANG_CACHE_DIR": cache_dir}
+    assert sglang_rules.worker_env("0.5.23", env, "12.0")["FLASHINFER_WORKSPACE_BASE"] == base
+
+
 @pytest.mark.parametrize(
     "own, sglang, override, want, error",
     [
