@@ -6,7 +6,7 @@ from __future__ import annotations
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_health, sglang_rules, sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils import service_health, service_plan, sglang_service
 
 
 def _guard(func):
@@ -34,19 +34,13 @@ def needs_validation(marker, digest, vouched=None):
     return {"needed": needed, "why": why}
 
 
-def arch_choice(target_archs, sglang=None, override=""):
-    own = sglang_service.arch_list(target_archs) if target_archs else ""
-    archs, error = sglang_rules.service_arch_list(own, sglang, override or "")
-    source = "sglang_service_arch_list" if override else ("sglang" if (sglang or {}).get("arch_list") else "flashinfer")
-    return {"archs": archs or "", "error": error, "source": source}
-
-
 class FilterModule:
     def filters(self):
         return {
             "sglang_service_environment": _guard(sglang_service.environment),
             "sglang_service_arch_list": _guard(sglang_service.arch_list),
-            "sglang_service_arch_choice": _guard(arch_choice),
+            "sglang_service_arch_choice": _guard(service_plan.arch_choice),
+            "sglang_service_plan": _guard(service_plan.plan),
             "sglang_service_systemd_quote": _guard(sglang_service.systemd_quote),
             "sglang_service_inputs": sglang_service.inputs,
             "sglang_service_digest": sglang_service.inputs_digest,

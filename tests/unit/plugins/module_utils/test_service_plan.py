@@ -1,0 +1,86 @@
+"""The service role's plan from one cuda_facts answer. The answers are real cuda_facts output, captured on the dev
+machine (the nvidia-smi double's 8x CC 12.0, a venv holding the sglang 0.5.23 wheel, FlashInfer predicted at the
+version named, CUDA 13.0's real nvcc or a 12.8 banner)."""
+
+import copy
+import json
+import os
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import service_plan
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+VENV, CACHE = "/opt/sglang/current", "/var/cache/sglang"
+CUDA13, CUDA128 = "/usr/local/cuda-13.0", "/usr/local/cuda-12.8"
+
+
+def facts(name):
+    with open(os.path.join(DATA, "cuda_facts-%s.json" % name)) as fh:
+        return json.load(fh)
+
+
+def test_cuda_13_with_sglang_plans_sglangs_list_in_the_venvs_own_workspace():
+    got = service_plan.plan(facts("13.0-sglang"), CUDA13, VENV, CACHE, build_log="/var/log/jit.jsonl")
+    assert got["error"] is None and got["archs"] == "12.0a" and got["arch_source"] == "sglang"
+    env = got["env"]
+    assert env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0a" and env["CUDA_HOME"] == CUDA13
+    assert env["PATH"].startswith(CUDA13 + "/bin:" + VENV + "/bin:") and env["FLASHINFER_JIT_BUILD_LOG"] == "/var/log/jit.jsonl"
+    assert got["venv_target"] == "/tmp/vtest" and env["FLASHINFER_WORKSPACE_BASE"] == CACHE + "/jit/vtest"  # the link's target
+    assert got["versions"] == {"sglang": "0.5.23"} and got["toolkit"] == {"cuda_home": CUDA13, "cuda_version": "13.0"}
+
+
+def test_without_sglang_flashinfers_own_list():
+    answer = facts("13.0-sglang")
+    answer["sglang"] = None
+    got = service_plan.plan(answer, CUDA13, VENV, CACHE)
+    assert (got["archs"], got["arch_source"]) == ("12.0f", "flashinfer")
+
+
+@pytest.mark.parametrize(
+    "name, cuda_home, arch_list, check_mode, error",
+    [
+        # the seeds' FlashInfer with 12.8: refused before any change, with the crash it would cause
+        (
+            "12.8-flashinfer-0.7.0",
+            CUDA128,
+            "",
+            False,
+            "FlashInfer 0.7.0 in /opt/sglang/current would not accept sglang_service_cuda_home=/usr/local/cuda-12.8 (CUDA 12.8 from nvcc) "
+            "with sglang_service_arch_list='' for GPUs 12.0: SM 12.x requires CUDA >= 12.9; the service would fail with: FlashInfer "
+            "requires GPUs with sm75 or higher",
+        ),
+        (
+            "no-flashinfer",
+            CUDA13,
+            "",
+            False,
+            "FlashInfer ? in /opt/sglang/current would not accept sglang_service_cuda_home=/usr/local/cuda-13.0 (CUDA ? from ?) with "
+            "sglang_service_arch_list='' for GPUs 12.0: flashinfer-python is not installed in venv=/tmp/vtest (set flashinfer_version to "
+            "predict anyway)",
+        ),
+        # an override SGLang's workers would contradict
+        ("13.0-sglang", CUDA13, "12.0f", False, "sglang_service_arch_list='12.0f' disagrees with SGLang 0.5.23"),
+        # FlashInfer 0.7.4 takes 12.8 (120a), and SGLang's 12.0a agrees: accepted
+        ("12.8-flashinfer-0.7.4", CUDA128, "", False, None),
+    ],
+)
+def test_the_first_refusal_wins(name, cuda_home, arch_list, check_mode, error):
+    got = service_plan.plan(facts(name), cuda_home, VENV, CACHE, arch_list, check_mode=check_mode)
+    if error is None:
+        assert got["error"] is None and got["archs"] == "12.0a", got
+    else:
+        assert got["error"] is not None and got["error"].startswith(error), got["error"]
+        assert set(got) == {"error"}
+
+
+def test_a_check_run_without_the_venv_is_not_refused_for_it():
+    answer = facts("no-flashinfer")
+    answer["venv"] = None
+    assert service_plan.plan(copy.deepcopy(answer), CUDA13, VENV, CACHE, check_mode=True)["error"] is None
+    assert service_plan.plan(answer, CUDA13, VENV, CACHE)["error"].startswith("FlashInfer ? in /opt/sglang/current would not accept")
+
+
+def test_an_environment_that_sets_a_derived_key_is_refused_naming_the_variable():
+    with pytest.raises(ValueError, match="sglang_service_environment may not set CUDA_HOME"):
+        service_plan.plan(facts("13.0-sglang"), CUDA13, VENV, CACHE, extra={"CUDA_HOME": "/usr/local/cuda"})
