@@ -83,6 +83,7 @@ RELATED = {
     "sglang_service_model_path": {"sglang_service_command"},
     "sglang_service_command": {"sglang_service_model_path"},
     "sglang_venv_packages_no_deps": {"sglang_venv_packages", "sglang_venv_lock_file"},
+    "sglang_venv_packages": {"sglang_venv_packages_no_deps", "sglang_venv_lock_file"},  # the inventory's no-deps sglang pin is in the bad list too
     "sglang_venv_lock_file": {"sglang_venv_packages", "sglang_venv_packages_no_deps"},  # with an inventory that sets no-deps packages
 }
 
