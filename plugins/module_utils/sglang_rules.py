@@ -69,7 +69,7 @@ def _enabled(env):
 def _expand_home(path, home):
     """os.path.expanduser as SGLang's process applies it to SGLANG_CACHE_DIR, with the unit's HOME."""
     if home and (path == "~" or path.startswith("~/")):
-        return home.rstrip("/") + path[1:] if path != "~" else home
+        return (home.rstrip("/") + path[1:]) or "/"
     return path
 
 
