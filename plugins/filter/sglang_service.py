@@ -6,7 +6,7 @@ from __future__ import annotations
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_health, service_plan, sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils import service_health, service_list, service_plan, sglang_service
 
 
 def _guard(func):
@@ -41,6 +41,8 @@ class FilterModule:
             "sglang_service_arch_list": _guard(sglang_service.arch_list),
             "sglang_service_arch_choice": _guard(service_plan.arch_choice),
             "sglang_service_plan": _guard(service_plan.plan),
+            "sglang_service_extra_services": service_list.extra_services,
+            "sglang_service_host_verdict": service_list.host_verdict,
             "sglang_service_systemd_quote": _guard(sglang_service.systemd_quote),
             "sglang_service_inputs": sglang_service.inputs,
             "sglang_service_digest": sglang_service.inputs_digest,

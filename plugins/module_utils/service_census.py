@@ -13,7 +13,9 @@ import re
 from ansible_collections.blackwell.inference.plugins.module_utils import systemd_env
 from ansible_collections.blackwell.inference.plugins.module_utils.commands import SYSTEMD_DEFAULT_PATH
 
-SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "ExecStart", "Environment", "EnvironmentFiles")
+SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "ExecStart", "Environment", "EnvironmentFiles", "DropInPaths")
+# the service role's drop-in (both modes): a unit that has it is the role's, the first service or a further one
+ROLE_DROPIN = "50-blackwell-inference.conf"
 _PATH = re.compile(r"(?:^|[{;]\s*)path=(?P<path>[^ ;]+)")
 _VENV_BIN = re.compile(r"^(?P<venv>/.+)/bin/[^/]+$")
 
@@ -95,8 +97,15 @@ def entry(record, venv, flashinfer, sglang, managed):
     }
 
 
+def managed(record, managed_unit):
+    """Whether the service role manages this unit: it is `managed_unit`, or it has the role's drop-in."""
+    dropins = " ".join(record.get("DropInPaths") or []).split()
+    return first(record, "Id") == managed_unit or any(p.rsplit("/", 1)[-1] == ROLE_DROPIN for p in dropins)
+
+
 def census(records, managed_unit, read_venv, judge):
-    """Rows for the FlashInfer services among `records`, the managed unit first, then by name.
+    """Rows for the FlashInfer services among `records`: `managed_unit` first, the role's other units, then the rest,
+    each group by name.
 
     read_venv(dir) -> venv facts ({path, packages}) or None when dir is not a venv; judge(record, venv) ->
     (flashinfer facts, sglang facts or None) in the unit's own environment."""
@@ -109,9 +118,9 @@ def census(records, managed_unit, read_venv, judge):
             if not venv or "flashinfer-python" not in venv["packages"]:
                 continue
             flashinfer, sglang = judge(record, venv)
-            rows.append(entry(record, venv, flashinfer, sglang, first(record, "Id") == managed_unit))
+            rows.append(entry(record, venv, flashinfer, sglang, managed(record, managed_unit)))
             break
-    return sorted(rows, key=lambda r: (not r["managed"], r["unit"]))
+    return sorted(rows, key=lambda r: (r["unit"] != managed_unit, not r["managed"], r["unit"]))
 
 
 def unit_environment(record, read_file):

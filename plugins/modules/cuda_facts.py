@@ -217,7 +217,8 @@ ansible_facts:
                               cache_dir: /var/cache/sglang/jit/2c26817414e442ed/.cache/flashinfer/0.7.4/120a, accepted: true}]}
         services:
           description:
-            - With O(services=true), one row per FlashInfer service, the unit O(unit) first (C(managed)), then by name -
+            - With O(services=true), one row per FlashInfer service, the unit O(unit) first, then the other units with
+              the service role's drop-in, then the rest, by name (C(managed) for the first two groups) -
               C(unit), C(managed), C(active) and C(sub) (its systemd state), C(venv), C(packages), C(flashinfer),
               C(sglang), C(cuda_home), C(cuda_version), C(target_archs) (the unit's environment), C(worker_archs) (in
               SGLang's workers), C(orders_agree), C(accepted), C(error) and C(symptom) (how it would crash).

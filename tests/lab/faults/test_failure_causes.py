@@ -10,7 +10,8 @@ service_health, which reads the journal since the unit's last start) names the c
   crashes this way; the seeds' pair (SGLang 0.5.10-0.5.21, FlashInfer 0.6.8-0.7.0) cannot be imported without a GPU;
 - a JIT build without curand.h: the toolkit's cuRAND header moved aside and the sampling module's build with it.
 Also SGLang's own rewrite of the arch list (its set_cuda_arch in the stand-in's worker) against a unit at 12.0f, and
-a forgotten second FlashInfer service on CUDA 12.8, refused in the summary beside the READY managed one.
+a forgotten second FlashInfer service on CUDA 12.8, refused in the summary beside the READY managed one, then taken in
+as a further service of the role (sglang_service_extra_services) and validated on its own.
 Not planted here, their rows are in the unit table (tests/unit/.../test_service_journal.py): an OOM kill (systemd in the
 lab host has no memory controller, so MemoryMax= does nothing there; a real OOM of this machine would hit everything on
 it) and torch's "driver too old" (it needs a CUDA build of torch and a driver; the lab has neither).
@@ -107,6 +108,78 @@ def test_a_forgotten_flashinfer_service_beside_the_managed_one_is_refused_in_the
         assert re.search(r"ct200 .*sglang-k26\.service answering; REFUSED beside it: sglang-eagle3\.service +READY", out), out[-3000:]
     finally:
         run("systemctl disable --now %s; rm -f /etc/systemd/system/%s; systemctl daemon-reload; systemctl reset-failed" % (EAGLE3, EAGLE3))
+
+
+EAGLE3_MARKER = "/etc/ansible/facts.d/blackwell_inference_sglang_eagle3.fact"
+TAKE_EAGLE3_IN = {"sglang_service_extra_services": [{"name": "sglang-eagle3", "mode": "dropin", "gpus": "4,5,6,7"}]}
+
+
+def drop_eagle3(run):
+    """The EAGLE-3 unit and everything the role made for it, gone."""
+    run(
+        "systemctl disable --now %s; rm -rf /etc/systemd/system/%s /etc/systemd/system/%s.d /etc/systemd/system/sglang-eagle3-validate.service"
+        " /etc/blackwell-inference/sglang-eagle3* /var/lib/blackwell-inference/sglang-eagle3 %s; systemctl daemon-reload; systemctl reset-failed"
+        % (EAGLE3, EAGLE3, EAGLE3, EAGLE3_MARKER)
+    )
+
+
+def test_a_second_service_is_taken_in_and_validated_on_its_own_beside_the_first(run):
+    # issue 12 item 6: the forgotten EAGLE-3 deployment (on the 12.8 PATH, its hand-built venv, half the GPUs) named as
+    # a further service of the role: its own drop-in, validation, restart and marker; the first service untouched
+    unit = EAGLE3_UNIT.replace("--tp 8", "--tp 4")
+    run("printf '%%s' %s > /etc/systemd/system/%s && systemctl daemon-reload && systemctl enable --now %s" % (shlex.quote(unit), EAGLE3, EAGLE3))
+    try:
+        on_host_until(run, "systemctl is-failed --quiet %s" % EAGLE3, "%s failed" % EAGLE3, timeout=120)  # the fault hit
+        first_pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
+        assert first_pid != "0"  # the first service is serving before the run
+        rc, out, _recap = playbook(extra_vars=TAKE_EAGLE3_IN)
+        no_traceback(out)
+        assert rc == 0 and "needs a validation of %s" % EAGLE3 in out, out[-6000:]
+        assert "needs a validation of %s" % UNIT not in out, out[-6000:]  # nothing of the first one changed
+        assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == first_pid  # and it was not restarted
+        assert run("systemctl is-active %s" % EAGLE3).strip() == "active"
+        # its own command (flags kept, interpreter moved), on its own GPUs with SGLang's arch list; nothing compiled
+        get = "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:30002/health', timeout=5).read().decode())"
+        report = json.loads(run("python3 -c %s" % shlex.quote(get)))
+        assert report["argv"][0].startswith("/opt/sglang/current/bin/python") and report["argv"][-4:] == ["--tp", "4", "--port", "30002"], report["argv"]
+        # the stand-in starts one worker per compute capability among its TP ranks' GPUs: rank 0 on GPU 4, the first it sees
+        assert report["environment"]["CUDA_VISIBLE_DEVICES"] == "4,5,6,7" and report["workers"][0]["gpu"]["index"] == "4", report["workers"]
+        assert report["environment"]["CUDA_HOME"] == "/usr/local/cuda-13.0" and report["flashinfer"] == "0.7.4"
+        assert report["sglang"]["arch_list_after"] == "12.0a" and report["target_archs"] == ["120a"]
+        assert all(b["seconds"] < 1.0 for b in report["builds"]), report["builds"]
+        assert json.loads(run("cat %s" % EAGLE3_MARKER))["ready"] is True
+        # the summary shows both, each READY, and the census line of the taken-in unit is the role's now
+        assert out.count('"READY: ') == 2 and "NOT READY" not in out and "service: %s (dropin)" % EAGLE3 in out, out[-6000:]
+        line = [x for x in out.splitlines() if "flashinfer service %s (active, this role's)" % EAGLE3 in x]
+        assert line and line[0].rstrip('",').endswith(": ACCEPTED"), out[-6000:]
+        rc, out, recap = playbook(extra_vars=TAKE_EAGLE3_IN)
+        assert rc == 0 and recap["changed"] == 0, out[-6000:]
+    finally:
+        drop_eagle3(run)
+
+
+def test_a_further_service_that_fails_its_validation_fails_the_host_and_leaves_the_first_serving(run):
+    # validated one by one: the EAGLE-3 unit asks for 8 ranks on the 4 GPUs it is given, so it dies after its restart;
+    # with no last good state of its own it is stopped, the host fails naming it, and sglang-k26 keeps serving
+    run("printf '%%s' %s > /etc/systemd/system/%s && systemctl daemon-reload" % (shlex.quote(EAGLE3_UNIT), EAGLE3))
+    try:
+        first_pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
+        assert first_pid != "0"
+        rc, out, _recap = playbook(extra_vars=TAKE_EAGLE3_IN)
+        no_traceback(out)
+        # the fault hit: the restarted unit ran and died on the ranks it cannot have
+        since = run("systemctl show -p ExecMainStartTimestamp --value %s" % EAGLE3).strip()
+        assert since and "--tp 8 needs 8 GPUs, 4 visible" in run("journalctl -u %s --no-pager -o cat" % EAGLE3)
+        assert rc != 0 and "ct200 is NOT READY: the restarted service" in out and EAGLE3 in out.split("ct200 is NOT READY: ", 1)[1][:600], out[-6000:]
+        assert run("systemctl is-active %s || true" % EAGLE3).strip() in ("inactive", "failed")  # not left running
+        marker = json.loads(run("cat %s" % EAGLE3_MARKER))
+        assert marker["ready"] is False and marker["phase"] == "failed", marker
+        assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == first_pid  # the first one never moved
+        assert json.loads(run("cat /etc/ansible/facts.d/blackwell_inference.fact"))["ready"] is True
+        get = "import urllib.request; urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=5)"
+        on_host_until(run, "python3 -c %s" % shlex.quote(get), "%s answering" % UNIT, timeout=30)
+    finally:
+        drop_eagle3(run)
 
 
 def test_sglang_moves_a_worker_off_a_unit_at_12_0f_into_the_workspace_of_its_own_list(run):

@@ -99,7 +99,7 @@ def test_mirror_gone_mid_run_retries_then_fails_clearly_and_nothing_is_half_inst
         run("umount /srv/cuda-mirror")
     rc, out, _recap = playbook()
     # the reinstall notifies cuda_toolkit changed before the service's facts exist: it still revalidates the service
-    assert rc == 0 and "needs a validation: the toolkit changed in this run" in out and "state: validated and serving" in out, out[-4000:]
+    assert rc == 0 and "needs a validation of sglang-k26.service: the toolkit changed in this run" in out and "state: validated and serving" in out, out[-4000:]
     back_and_held(run)
     serving(run)
 

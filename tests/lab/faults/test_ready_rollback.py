@@ -193,7 +193,7 @@ def test_play_killed_after_the_restart_then_the_next_run_is_ready(run):
     verify_says_not_ready("not validated")
     nothing_lost(run, m0["last_good"])
     rc, out, _recap = playbook("--tags", "sglang_service", extra_vars=NCCL)
-    assert rc == 0 and "needs a validation: marked not ready" in out and "state: validated and serving" in out, out[-4000:]
+    assert rc == 0 and "needs a validation of sglang-k26.service: marked not ready" in out and "state: validated and serving" in out, out[-4000:]
     assert marker(run)["phase"] == "serving"
 
 

@@ -93,7 +93,19 @@ def test_verdict(flashinfer, sglang, want):
     assert sc.verdict(flashinfer, sglang) == want
 
 
+def test_a_unit_with_the_roles_drop_in_is_the_roles_too_after_the_named_one():
+    # a further service of the role (sglang_service_extra_services): its drop-in makes it the role's, the unit named
+    # by the caller (the first service) stays first; another drop-in does not
+    records = sc.parse_records(SHOW)
+    eagle = next(r for r in records if r["Id"] == ["sglang-eagle3.service"])
+    eagle["DropInPaths"] = ["/etc/systemd/system/sglang-eagle3.service.d/50-blackwell-inference.conf /etc/systemd/system/sglang-eagle3.service.d/90-x.conf"]
+    rows = sc.census(records, "sglang-k26.service", VENVS.get, judge)
+    assert [(r["unit"], r["managed"]) for r in rows] == [("sglang-k26.service", True), ("sglang-eagle3.service", True)]
+    eagle["DropInPaths"] = ["/etc/systemd/system/sglang-eagle3.service.d/50-other.conf"]
+    assert [r["managed"] for r in sc.census(records, "sglang-k26.service", VENVS.get, judge)] == [True, False]
+
+
 def test_show_argv_asks_every_loaded_service_once():
     argv = sc.show_argv()
     assert argv[:4] == ["systemctl", "show", "--no-pager", "--type=service"] and argv[-2:] == ["--", "*.service"]
-    assert "--property=ExecStart" in argv and "--property=Environment" in argv
+    assert "--property=ExecStart" in argv and "--property=Environment" in argv and "--property=DropInPaths" in argv
