@@ -24,6 +24,8 @@ def plain(text):
 
 
 def cell(value):
+    if isinstance(value, list):  # a description given as paragraphs
+        value = " ".join(str(v) for v in value)
     return plain(value).replace("|", "\\|").replace("\n", " ")
 
 
@@ -84,6 +86,10 @@ def render(role):
         kind = opt.get("type", "str") + ("[%s]" % opt["elements"] if opt.get("elements") else "")
         choices = ", ".join("`%s`" % c for c in opt.get("choices", []))
         lines.append("| `%s` | %s | %s | %s | %s |" % (name, kind, default(opt), choices, cell(opt.get("description", ""))))
+        for sub, sopt in (opt.get("options") or {}).items():  # a list of mappings: one row per key, under it
+            skind = sopt.get("type", "str") + ("[%s]" % sopt["elements"] if sopt.get("elements") else "")
+            schoices = ", ".join("`%s`" % c for c in sopt.get("choices", []))
+            lines.append("| `%s[].%s` | %s | %s | %s | %s |" % (name, sub, skind, default(sopt), schoices, cell(sopt.get("description", ""))))
     return "\n".join(lines) + "\n"
 
 

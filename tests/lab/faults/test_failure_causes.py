@@ -154,6 +154,9 @@ def test_a_second_service_is_taken_in_and_validated_on_its_own_beside_the_first(
         assert line and line[0].rstrip('",').endswith(": ACCEPTED"), out[-6000:]
         rc, out, recap = playbook(extra_vars=TAKE_EAGLE3_IN)
         assert rc == 0 and recap["changed"] == 0, out[-6000:]
+        # an only-verify run smokes and judges each one live, and changes nothing
+        rc, out, recap = playbook("--tags", "verify", extra_vars=TAKE_EAGLE3_IN)
+        assert rc == 0 and recap["changed"] == 0 and out.count("smoke (live (--tags verify))") == 2 and out.count('"READY: ') == 2, out[-6000:]
     finally:
         drop_eagle3(run)
 
