@@ -85,7 +85,8 @@ def refused_services(cuda):
     return [r.get("unit", "?") for r in (cuda or {}).get("services") or [] if not r.get("managed") and not r.get("accepted")]
 
 
-def _true(value):
+def is_true(value):
+    """A summary's `ready` as set_fact leaves it: a boolean, or its string form."""
     return value is True or str(value).lower() == "true"
 
 
@@ -128,14 +129,14 @@ def row(host, cuda=None, summary=None, failure=None, unreachable=None, reached=T
         res["service"] += "; REFUSED beside it: " + ", ".join(res["refused_services"])
     if unreachable is not None:
         res.update(status=UNREACHABLE, why=_one_line(unreachable) or "unreachable")
-    elif failure is not None and (not summary or _true(summary.get("ready"))):
+    elif failure is not None and (not summary or is_true(summary.get("ready"))):
         # failed before the service role's verdict (or after a ready one): the failed task says why
         res.update(status=NOT_READY, why="failed at %r: %s" % (failure[0], _one_line(failure[1])))
     elif not reached:
         res.update(status=NOT_RUN, why=stopped or "no task ran on it")
     elif summary:
         # the service role's own verdict; a host it found not ready fails the play's last task with that reason
-        ready = _true(summary.get("ready"))
+        ready = is_true(summary.get("ready"))
         why = _one_line(summary.get("reason"))
         causes = [c.get("cause") for c in summary.get("causes") or [] if isinstance(c, dict) and c.get("cause")]
         if causes and not ready:  # what the service's journal says it died of

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.blackwell.inference.plugins.module_utils import sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils.fleet_summary import is_true
 
 KEYS = ("name", "mode", "venv", "gpus", "environment", "model_path", "port", "args", "command", "marker")
 _UNIT = re.compile(r"^[A-Za-z0-9@_.-]+$")
@@ -150,10 +151,6 @@ def extra_services(entries, primary):
     return {"error": " ".join(bad) or None, "services": services}
 
 
-def _ready(value):
-    return value is True or str(value).strip().lower() in ("true", "yes", "1")
-
-
 def host_verdict(host, summaries):
     """The host's READY over every service's summary (the first service first): ready only when each one is.
     {"ready", "msg"}: one service keeps the one-service wording; more name each one that is not ready."""
@@ -162,9 +159,9 @@ def host_verdict(host, summaries):
         return {"ready": False, "msg": "%s is NOT READY: no service summary" % host}
     if len(summaries) == 1:
         s = summaries[0]
-        word = "ready" if _ready(s.get("ready")) else "NOT READY"
-        return {"ready": _ready(s.get("ready")), "msg": "%s is %s (%s): %s" % (host, word, s.get("state"), s.get("reason"))}
-    bad = [s for s in summaries if not _ready(s.get("ready"))]
+        word = "ready" if is_true(s.get("ready")) else "NOT READY"
+        return {"ready": is_true(s.get("ready")), "msg": "%s is %s (%s): %s" % (host, word, s.get("state"), s.get("reason"))}
+    bad = [s for s in summaries if not is_true(s.get("ready"))]
     if not bad:
         return {"ready": True, "msg": "%s is ready: %s" % (host, "; ".join("%s (%s)" % (s.get("unit"), s.get("state")) for s in summaries))}
     return {
