@@ -45,4 +45,6 @@ class FilterModule:
             "cuda_nvcc_arch": cuda_nvcc_arch,
             "cuda_toolkit_summary": cuda_plan.summarize,
             "cuda_toolkit_line": cuda_plan.summary_line,
+            "cuda_compile_needed": cuda_plan.compile_needed,
+            "cuda_compile_record": cuda_plan.compile_record,
         }

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -84,13 +85,69 @@ def driver_too_old(driver_version, min_driver):
     return key(driver_version) < key(min_driver)
 
 
-def summarize(toolkits, compile_results, default, wanted=()):
-    """Per toolkit: version, release, path, jit_ready, wanted, compiled_for (archs that built), default."""
-    built = {}
+def _recorded(record, toolkit, arch):
+    """True when the record says this arch compiled with the toolkit's compile chain as it is now."""
+    entry = (record or {}).get(toolkit.get("path")) or {}
+    return bool(toolkit.get("identity")) and entry.get(arch) == toolkit.get("identity")
+
+
+def compile_needed(record, toolkits, version, arch, live):
+    """Whether the verify phase compiles for this toolkit (X.Y) and arch: always when live (--tags verify), else unless a
+    compile passed with the toolkit's compile chain as it is now (cuda_compile_record)."""
+    if live:
+        return True
+    toolkit = next((t for t in toolkits or [] if t.get("dir_version") == version), None)
+    return toolkit is None or not _recorded(record, toolkit, arch)
+
+
+def compile_record(toolkits, compile_results, record):
+    """The record after this run: per toolkit path and arch, the toolkit's identity when a compile passed with it (this
+    run, or an earlier one the identity still matches). Toolkits that are gone and stale entries drop out."""
+    by_version = {t.get("dir_version"): t for t in toolkits or []}
+    out = {}
+    for t in toolkits or []:
+        for arch, ident in ((record or {}).get(t.get("path")) or {}).items():
+            if ident and ident == t.get("identity"):
+                out.setdefault(t["path"], {})[arch] = ident
     for res in compile_results or []:
         if res.get("skipped") or res.get("rc") != 0:
             continue
         entry, arch = res["item"]
+        t = by_version.get(entry["version"])
+        if t and t.get("identity"):
+            out.setdefault(t["path"], {})[arch] = t["identity"]
+    return out
+
+
+def read_compile_record(path):
+    """The record file's content ({toolkit path: {arch: identity}}), {} when absent or not of that shape."""
+    if not path:
+        return {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: {a: i for a, i in v.items() if isinstance(i, str)} for k, v in data.items() if isinstance(v, dict)}
+
+
+def summarize(toolkits, compile_results, default, wanted=(), record=None):
+    """Per toolkit: version, release, path, jit_ready, wanted, compiled_for (archs that built: this run, or a compile
+    the record vouches for with the toolkit as it is now), recorded (the archs of those taken from the record), default."""
+    built, recorded = {}, {}
+    by_version = {t.get("dir_version"): t for t in toolkits or []}
+    for res in compile_results or []:
+        entry, arch = res["item"]
+        if res.get("skipped"):
+            toolkit = by_version.get(entry["version"])
+            if toolkit and _recorded(record, toolkit, arch):
+                built.setdefault(entry["version"], []).append(arch)
+                recorded.setdefault(entry["version"], []).append(arch)
+            continue
+        if res.get("rc") != 0:
+            continue
         built.setdefault(entry["version"], []).append(arch)
     default_path = (default or {}).get("path")
     return [
@@ -101,6 +158,7 @@ def summarize(toolkits, compile_results, default, wanted=()):
             "jit_ready": bool(t.get("has_curand_headers") and t.get("has_driver_stubs")),
             "wanted": t.get("dir_version") in wanted,
             "compiled_for": built.get(t.get("dir_version"), []),
+            "recorded": recorded.get(t.get("dir_version"), []),
             "default": t["path"] == default_path,
         }
         for t in toolkits
@@ -108,12 +166,14 @@ def summarize(toolkits, compile_results, default, wanted=()):
 
 
 def summary_line(entry):
-    return "%s: CUDA %s%s, JIT-ready: %s, compiles: %s%s" % (
+    recorded = entry.get("recorded") or []
+    return "%s: CUDA %s%s, JIT-ready: %s, compiles: %s%s%s" % (
         entry["path"],
         entry["release"] or entry["version"] or "?",
         "" if entry["version"] else " (nvcc unusable)",
         "yes" if entry["jit_ready"] else "no",
         " ".join(entry["compiled_for"]) or ("FAILED" if entry["wanted"] else "not checked (not managed here)"),
+        " (%s as recorded: the toolkit is unchanged since; --tags verify compiles again)" % " ".join(recorded) if recorded else "",
         " [/usr/local/cuda]" if entry["default"] else "",
     )
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 
@@ -15,6 +16,21 @@ TOOLKIT_DIR_RE = re.compile(r"^cuda-(\d+)\.(\d+)$")
 # The headers and stub FlashInfer's sampling JIT module needs (see docs: JIT cache).
 CURAND_HEADERS = ("curand.h", "curand_kernel.h", "curand_philox4x32_x.h")
 DRIVER_STUB = os.path.join("lib64", "stubs", "libcuda.so")
+# What a kernel compile runs (nvcc -cubin: nvcc, its profile, cicc, ptxas): a toolkit whose files kept their size and
+# modification time compiles as it did (an upgrade or a reinstall changes them)
+COMPILE_CHAIN = (os.path.join("bin", "nvcc"), os.path.join("bin", "nvcc.profile"), os.path.join("nvvm", "bin", "cicc"), os.path.join("bin", "ptxas"))
+
+
+def identity(path):
+    """A short digest of the compile chain's files (size and mtime, 'missing' for one that is not there)."""
+    parts = []
+    for rel in COMPILE_CHAIN:
+        try:
+            st = os.stat(os.path.join(path, rel))
+            parts.append("%s %d %d" % (rel, st.st_size, st.st_mtime_ns))
+        except OSError:
+            parts.append("%s missing" % rel)
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def parse_nvcc_banner(text):
@@ -57,6 +73,7 @@ def describe_toolkit(path, run):
         "has_curand_headers": all(os.path.isfile(os.path.join(path, "include", h)) for h in CURAND_HEADERS),
         "has_driver_stubs": os.path.isfile(os.path.join(path, DRIVER_STUB)),
         "nvcc_error": None,
+        "identity": identity(path),
     }
     res = run([nvcc, "--version"])
     if res.os_error:

@@ -167,7 +167,9 @@ ansible_facts:
                    cuda_version_source: driver_branch_table, open_kernel_module: true, error: null}
         toolkits:
           description: Every C(cuda-X.Y) directory with C(version) from nvcc's banner, C(path),
-            C(has_curand_headers), C(has_driver_stubs), C(nvcc_error).
+            C(has_curand_headers), C(has_driver_stubs), C(nvcc_error), C(identity) (a digest of the size
+            and modification time of C(nvcc), C(nvcc.profile), C(cicc) and C(ptxas), which an upgrade or a
+            reinstall of the toolkit changes).
           type: list
           elements: dict
           returned: always

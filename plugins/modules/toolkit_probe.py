@@ -12,8 +12,8 @@ version_added: "0.3.0"
 description:
   - Reads, and changes nothing - the GPUs, the driver and the CUDA toolkits as M(blackwell.inference.cuda_facts)
     measures them (set as C(ansible_facts.blackwell_cuda), one C(nvidia-smi) call, one C(nvcc --version) per toolkit),
-    every package's version and dpkg status (one C(dpkg-query)), the Secure Boot state (C(mokutil --sb-state)) and the
-    apt source files that already name the role's repository URL.
+    every package's version and dpkg status (one C(dpkg-query)), the Secure Boot state (C(mokutil --sb-state)), the
+    apt source files that already name the role's repository URL and the record of the kernel compiles that passed.
   - A host without C(mokutil) is not a failure; the state is then unknown (C(secure_boot.rc) is null).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
@@ -33,6 +33,12 @@ options:
   apt_source_url:
     description: List the C(*.list) and C(*.sources) files under C(/etc/apt) that contain this URL (none when empty).
     type: str
+    default: ""
+  compile_record:
+    description:
+      - JSON file of the kernel compiles that passed, per toolkit path and arch the toolkit's C(identity) then (written by
+        the role, see the C(cuda_compile_record) filter). Returned as RV(compile_record); none read when empty.
+    type: path
     default: ""
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -85,6 +91,11 @@ apt_sources:
   type: list
   elements: str
   sample: [/etc/apt/sources.list.d/cuda-debian12-x86_64.list]
+compile_record:
+  description: The content of O(compile_record); empty when it is not given, not there or not a JSON object of objects.
+  returned: always
+  type: dict
+  sample: {/usr/local/cuda-13.0: {sm_120a: 3f0c2a9b1d4e5f60}}
 """
 
 import os
@@ -102,6 +113,7 @@ def run_module():
             toolkit_root=dict(type="path", default="/usr/local"),
             packages=dict(type="bool", default=True),
             apt_source_url=dict(type="str", default=""),
+            compile_record=dict(type="path", default=""),
         ),
         supports_check_mode=True,
     )
@@ -127,7 +139,13 @@ def run_module():
     url = p["apt_source_url"].rstrip("/")
     sources = cuda_plan.apt_sources_naming(url) if url else []
     module.exit_json(
-        changed=False, ansible_facts={"blackwell_cuda": facts}, packages=packages, secure_boot=secure_boot, apt_sources=sources, commands_run=run.calls
+        changed=False,
+        ansible_facts={"blackwell_cuda": facts},
+        packages=packages,
+        secure_boot=secure_boot,
+        apt_sources=sources,
+        compile_record=cuda_plan.read_compile_record(p["compile_record"]),
+        commands_run=run.calls,
     )
 
 

@@ -1,6 +1,7 @@
 """After converge: CUDA 13.0 beside 12.8, pinned, held, /usr/local/cuda untouched, a real compile; then a pin bump."""
 
 import importlib.util
+import json
 import os
 import shlex
 
@@ -67,7 +68,30 @@ def test_verify_only_run_changes_nothing(host_state):
     rc, out, recap = playbook("--tags", "verify")
     assert rc == 0 and recap.get("changed") == 0, out[-3000:]
     assert "/usr/local/cuda-13.0: CUDA 13.0.88, JIT-ready: yes, compiles: sm_120a" in out
+    assert "ok: [ct200] => (item=13.0 sm_120a)" in out and "as recorded" not in out  # compiled live, the record aside
     assert host_state() == before
+
+
+# A run that changed nothing takes the compile from the record the converge wrote (the toolkit's compile chain is as
+# it was then); once a file of that chain changes (an upgrade, a reinstall of other files), the next run compiles again.
+RECORD = "/var/lib/blackwell-inference/cuda-compiles.json"
+
+
+def test_a_run_that_changed_nothing_takes_the_compile_from_the_record_and_a_changed_toolkit_compiles_again(fresh, run):
+    before = json.loads(run("cat %s" % RECORD))["/usr/local/cuda-13.0"]["sm_120a"]
+    rc, out, recap = playbook("--tags", "cuda_toolkit")
+    assert rc == 0 and recap["changed"] == 0, out[-3000:]
+    assert "skipping: [ct200] => (item=13.0 sm_120a)" in out, out[-3000:]
+    assert "compiles: sm_120a (sm_120a as recorded: the toolkit is unchanged since; --tags verify compiles again)" in out
+
+    run("touch -d '2026-01-01 00:00:00' /usr/local/cuda-13.0/bin/ptxas")  # ptxas as another build of it would be
+    rc, out, recap = playbook("--tags", "cuda_toolkit")
+    assert rc == 0 and recap["changed"] == 1, out[-3000:]  # the record, and nothing else
+    assert "ok: [ct200] => (item=13.0 sm_120a)" in out and "as recorded" not in out, out[-3000:]  # nvcc ran
+    after = json.loads(run("cat %s" % RECORD))["/usr/local/cuda-13.0"]["sm_120a"]
+    assert after != before  # the fault hit: the toolkit's identity moved
+    rc, out, recap = playbook("--tags", "cuda_toolkit")
+    assert rc == 0 and recap["changed"] == 0 and "(sm_120a as recorded" in out, out[-3000:]
 
 
 # -- a pin bump (issue 13 item 3), last in this file: it changes the host (the `fresh` fixture resets the next file) --

@@ -97,6 +97,74 @@ def test_summary_lines():
     ]
 
 
+TK13 = {"path": "/usr/local/cuda-13.0", "dir_version": "13.0", "version": "13.0", "release": "13.0.88", "identity": "aaaa000011112222"}
+TK13_UPGRADED = dict(TK13, identity="bbbb000011112222")
+TK12 = {"path": "/usr/local/cuda-12.8", "dir_version": "12.8", "version": "12.8", "release": "12.8.93", "identity": "cccc000011112222"}
+RECORD = {"/usr/local/cuda-13.0": {"sm_120a": "aaaa000011112222"}}
+
+
+@pytest.mark.parametrize(
+    "record,toolkits,version,arch,live,needed",
+    [
+        (RECORD, [TK13], "13.0", "sm_120a", False, False),  # compiled before with the toolkit as it is now
+        (RECORD, [TK13], "13.0", "sm_120a", True, True),  # --tags verify compiles whatever the record says
+        (RECORD, [TK13_UPGRADED], "13.0", "sm_120a", False, True),  # upgraded or reinstalled since
+        (RECORD, [TK13], "13.0", "sm_100a", False, True),  # another arch (another GPU model)
+        ({}, [TK13], "13.0", "sm_120a", False, True),  # no record yet
+        (RECORD, [], "13.0", "sm_120a", False, True),  # not measured: compile (the task's own condition skips a missing one)
+        (RECORD, [dict(TK13, identity=None)], "13.0", "sm_120a", False, True),
+        ({"/usr/local/cuda-13.0": {"sm_120a": None}}, [dict(TK13, identity=None)], "13.0", "sm_120a", False, True),
+    ],
+)
+def test_compile_needed(record, toolkits, version, arch, live, needed):
+    assert cp.compile_needed(record, toolkits, version, arch, live) is needed
+
+
+def test_compile_record_keeps_what_still_holds_and_adds_what_passed():
+    results = [
+        {"item": [{"version": "13.0"}, "sm_120a"], "skipped": True},  # vouched for by the record
+        {"item": [{"version": "13.0"}, "sm_100a"], "rc": 0},  # compiled now
+        {"item": [{"version": "12.8"}, "sm_120a"], "rc": 1},  # failed (the play stops there; never recorded)
+    ]
+    record = dict(RECORD, **{"/usr/local/cuda-12.6": {"sm_90a": "dddd"}})  # a toolkit that is gone
+    assert cp.compile_record([TK13, TK12], results, record) == {"/usr/local/cuda-13.0": {"sm_120a": "aaaa000011112222", "sm_100a": "aaaa000011112222"}}
+    # an upgrade drops the old entry; what compiled after it is recorded with the new identity
+    after = [{"item": [{"version": "13.0"}, "sm_120a"], "rc": 0}]
+    assert cp.compile_record([TK13_UPGRADED], after, RECORD) == {"/usr/local/cuda-13.0": {"sm_120a": "bbbb000011112222"}}
+    assert cp.compile_record([TK13], [], None) == {}
+
+
+def test_summary_line_says_a_compile_came_from_the_record():
+    results = [{"item": [{"version": "13.0"}, "sm_120a"], "skipped": True}]
+    jit = {"has_curand_headers": True, "has_driver_stubs": True}
+    (entry,) = cp.summarize([dict(TK13, **jit)], results, None, ["13.0"], RECORD)
+    assert entry["compiled_for"] == ["sm_120a"] and entry["recorded"] == ["sm_120a"]
+    assert cp.summary_line(entry) == (
+        "/usr/local/cuda-13.0: CUDA 13.0.88, JIT-ready: yes, compiles: sm_120a"
+        " (sm_120a as recorded: the toolkit is unchanged since; --tags verify compiles again)"
+    )
+    # the record no longer matches (the toolkit changed) and the compile was skipped: not vouched for
+    (entry,) = cp.summarize([dict(TK13_UPGRADED, **jit)], results, None, ["13.0"], RECORD)
+    assert entry["compiled_for"] == [] and cp.summary_line(entry).endswith("compiles: FAILED")
+
+
+@pytest.mark.parametrize(
+    "content,want",
+    [
+        (None, {}),  # no file
+        ("not json", {}),
+        ("[1, 2]", {}),
+        ('{"/usr/local/cuda-13.0": {"sm_120a": "aaaa", "sm_90a": 7}, "x": "y"}', {"/usr/local/cuda-13.0": {"sm_120a": "aaaa"}}),
+    ],
+)
+def test_read_compile_record(tmp_path, content, want):
+    path = tmp_path / "cuda-compiles.json"
+    if content is not None:
+        path.write_text(content)
+    assert cp.read_compile_record(str(path)) == want
+    assert cp.read_compile_record("") == {}
+
+
 # every row checked with `dpkg --compare-versions A lt|eq|gt B` (dpkg 1.21.22, Debian 12)
 DPKG_ORDER = [
     ("13.0.88-1", "13.0.88-2", -1),

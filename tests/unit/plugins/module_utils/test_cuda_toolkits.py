@@ -59,6 +59,20 @@ def test_scan(tmp_path):
     assert default["path"] == str(tmp_path / "cuda-12.8") and default["exists"]
 
 
+def test_identity_follows_the_compile_chain(tmp_path):
+    home = make_toolkit(tmp_path, "13.0", NVCC_13_0)
+    first = ct.describe_toolkit(str(home), real_run)["identity"]
+    assert first == ct.identity(str(home)) and len(first) == 16
+    (home / "bin" / "ptxas").write_text("ptxas")  # a file of the chain appears (an install)
+    second = ct.identity(str(home))
+    assert second != first
+    os.utime(home / "bin" / "ptxas", ns=(1, 1))  # the same size, another modification time (a reinstall)
+    assert ct.identity(str(home)) not in (first, second)
+    third = ct.identity(str(home))
+    (home / "include" / "extra.h").write_text("/* not part of the chain */\n")
+    assert ct.identity(str(home)) == third
+
+
 def test_no_root(tmp_path):
     assert ct.find_toolkit_dirs(str(tmp_path / "missing")) == []
     assert ct.default_toolkit(str(tmp_path)) is None
