@@ -92,6 +92,19 @@ def sha256(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def checksums(entries):
+    """What the files among the (normalized) entries hold once they match: per file its content's sha256, per absent
+    path None (a later read of the same paths, as service_snapshot's, gives the same map); directories and links left
+    out."""
+    out = {}
+    for entry in entries:
+        if entry["state"] == "file":
+            out[entry["path"]] = sha256(entry["content"])
+        elif entry["state"] == "absent":
+            out[entry["path"]] = None
+    return out
+
+
 def describe(observed):
     """One line for a diff: what is at a path."""
     if not observed or not observed.get("exists"):

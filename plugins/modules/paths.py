@@ -93,6 +93,13 @@ results:
   type: list
   elements: dict
   sample: [{path: /var/cache/sglang/jit, state: directory, actions: [create, chown, chmod]}]
+checksums:
+  description: >-
+    What each file entry holds once it matches (the sha256 of its content; in check mode, would hold) and null for
+    each absent entry; directories and links are left out.
+  returned: always
+  type: dict
+  sample: {/etc/systemd/system/sglang.service.d/50-blackwell-inference.conf: 9f2c...e1, /etc/blackwell-inference/sglang.secrets.env: null}
 """
 
 import grp
@@ -278,7 +285,7 @@ def main():
 
     diff = [{"before": "\n".join(before) + ("\n" if before else ""), "after": "\n".join(after) + ("\n" if after else "")}]
     diff += contents  # a file whose content changes: its old and new text, as ansible.builtin.template shows them
-    module.exit_json(changed=bool(changed_paths), changed_paths=changed_paths, results=results, diff=diff)
+    module.exit_json(changed=bool(changed_paths), changed_paths=changed_paths, results=results, checksums=logic.checksums(entries), diff=diff)
 
 
 if __name__ == "__main__":

@@ -107,3 +107,20 @@ def test_describe_for_the_diff():
     after = p.wanted(entry(path="/etc/x", state="file", content=CONTENT, mode="0644", owner="root", group="root"), 0, 0)
     assert p.describe(after) == "file 0644 root:root sha256:" + p.sha256(CONTENT)[:16]
     assert p.describe(p.wanted(entry(path="/etc/x", state="absent"))) == "absent"
+
+
+def test_checksums_are_what_a_read_of_the_files_gives_once_they_match(tmp_path):
+    import hashlib
+
+    unit = tmp_path / "sglang.service.d" / "50-blackwell-inference.conf"
+    wanted = p.normalize(
+        [
+            {"path": str(unit.parent), "state": "directory"},
+            {"path": str(unit), "state": "file", "content": CONTENT},
+            {"path": str(tmp_path / "gone.env"), "state": "absent"},
+            {"path": str(tmp_path / "venv"), "state": "link", "src": "/opt/sglang/venvs/abc"},
+        ]
+    )
+    unit.parent.mkdir()
+    unit.write_text(CONTENT, encoding="utf-8")  # as the module writes it
+    assert p.checksums(wanted) == {str(unit): hashlib.sha256(unit.read_bytes()).hexdigest(), str(tmp_path / "gone.env"): None}
