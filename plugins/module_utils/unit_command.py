@@ -8,6 +8,7 @@ fragment and drop-ins (in systemd's order, the role's own drop-in left out)."""
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 
@@ -135,3 +136,78 @@ def in_venv(unit_venv_dir, pyvenv_cfg_exists, dir_exists):
     operator removed after the role took over). A directory that exists without pyvenv.cfg (/usr, /usr/local, a
     conda prefix) is not a venv, so its interpreter is not the service's to move."""
     return bool(unit_venv_dir) and (pyvenv_cfg_exists or not dir_exists)
+
+
+SHOW_PROPERTIES = ("LoadState", "User", "FragmentPath", "DropInPaths", "UnitFileState", "ActiveState")
+
+
+class UnitReadError(Exception):
+    """A unit that cannot be read: msg, and what was read so far (rc/stdout/stderr of a failed command)."""
+
+    def __init__(self, msg, result):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result
+
+
+def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, keep=True, exists=None, is_dir=None, read_text=None):
+    """The unit as systemd and its files say, and the command the role's drop-in gives it.
+
+    run(argv) -> commands.CommandResult; exists/is_dir/read_text default to the host's filesystem."""
+    exists = exists or os.path.exists
+    is_dir = is_dir or os.path.isdir
+    read_text = read_text or _read_text
+    argv = ["systemctl", "show", unit]
+    for prop in SHOW_PROPERTIES:
+        argv += ["-p", prop]
+    res = run(argv)
+    if not res.ok:
+        raise UnitReadError("systemctl show %s failed" % unit, res.as_dict())
+    props = {}
+    for line in res.stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key] = value.strip()
+    excluded = {posixpath.normpath(x) for x in exclude}
+    paths = [props.get("FragmentPath", ""), *props.get("DropInPaths", "").split()]
+    paths = [x for x in paths if x and posixpath.normpath(x) not in excluded]
+    result = {
+        "load_state": props.get("LoadState", ""),
+        "unit_file_state": props.get("UnitFileState", ""),
+        "active_state": props.get("ActiveState", ""),
+        "user": props.get("User", ""),
+        "files": paths,
+    }
+    variables = {"host": host, "port": port}
+    if result["load_state"] != "loaded":  # nothing to read; the caller refuses a drop-in for a unit that is not there
+        result.update(unit_argv=None, set_by=None, argv=list(command), source="variables" if command else "none", old=None, replaced=False)
+        result["listen"] = variables
+        return result
+    files = []
+    for path in paths:
+        try:
+            files.append((path, read_text(path)))
+        except OSError as exc:
+            raise UnitReadError("cannot read %s of %s: %s" % (path, unit, exc), result) from exc
+    try:
+        unit_argv, set_by = exec_start(files)
+    except UnitCommandError as exc:
+        raise UnitReadError("%s: %s" % (unit, exc), result) from exc
+    result.update(unit_argv=unit_argv, set_by=set_by)
+    if not command and not keep:
+        result.update(argv=[], source="none", old=unit_argv, replaced=False, listen=variables)
+        return result
+    venv_dir = unit_venv(unit_argv)
+    movable = in_venv(venv_dir, bool(venv_dir) and exists(posixpath.join(venv_dir, "pyvenv.cfg")), bool(venv_dir) and is_dir(venv_dir))
+    try:
+        chosen = dropin_command(unit_argv, venv, list(command) or None, movable)
+    except UnitCommandError as exc:
+        raise UnitReadError("%s: %s" % (unit, exc), result) from exc
+    result.update(chosen)
+    result["listen"] = listen(chosen["argv"], host, port) if chosen["source"] == "unit" else variables
+    return result
+
+
+def _read_text(path):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read()

@@ -106,51 +106,10 @@ lines:
   elements: str
 """
 
-import contextlib
-import datetime
-import json
-import os
-import stat
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link as logic
-from ansible_collections.blackwell.inference.plugins.module_utils import files
-
-ALTERNATIVES_DIR = "/etc/alternatives"
-
-
-def observe(link):
-    try:
-        st = os.lstat(link)
-    except FileNotFoundError:
-        return {"kind": "missing"}
-    if not stat.S_ISLNK(st.st_mode):
-        return {"kind": "directory" if stat.S_ISDIR(st.st_mode) else "file"}
-    target = os.readlink(link)
-    alt = os.path.join(ALTERNATIVES_DIR, logic.group_of(link))
-    seen = {"kind": "link", "target": target, "via_alternatives": os.path.normpath(target) == alt}
-    if seen["via_alternatives"] and os.path.islink(alt):
-        seen["alternatives_target"] = os.readlink(alt)
-    return seen
-
-
-def read_record(module, path):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            record = json.load(fh)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        module.fail_json(msg="%s cannot be read (%s): fix or remove it (it is written again from the links as they are)" % (path, exc))
-    if not isinstance(record, dict) or not isinstance(record.get("links"), dict):
-        module.fail_json(msg="%s is not a record of the cuda links (no 'links' map): fix or remove it" % path)
-    return record
-
-
-def write_record(path, links):
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    files.write_atomic(path, (json.dumps(logic.record_of(links, now), indent=2, sort_keys=True) + "\n").encode("utf-8"))
+from ansible_collections.blackwell.inference.plugins.module_utils import commands
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link_host as host
 
 
 def main():
@@ -165,55 +124,14 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    root = os.path.normpath(p["root"])
-    record = read_record(module, p["record"])
-
-    links = [os.path.join(root, "cuda")]
-    with contextlib.suppress(FileNotFoundError):
-        links += [os.path.join(root, n) for n in sorted(os.listdir(root)) if n.startswith("cuda-") and n[5:].isdigit()]
-    links = sorted(set(links) | set((record or {}).get("links", {})))
-    try:
-        observed = {link: observe(link) for link in links}
-    except logic.CudaLinkError as exc:  # a record naming a path that is no cuda link
-        module.fail_json(msg="%s: %s; fix or remove it" % (p["record"], exc))
-
-    groups = {}
-    for link in links:
-        group = logic.group_of(link)
-        argv = ["update-alternatives", "--query", group]
-        rc, out, err = module.run_command(argv)
-        if rc not in (0, 2):
-            module.fail_json(msg="%s failed" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
-        groups[group] = logic.parse_query(out, rc)
-
-    candidates = {os.path.join(root, "cuda-" + v) for v in p["wanted"]}
-    candidates |= {v for v in ((record or {}).get("links") or {}).values() if v}
-    candidates |= {t for t in (logic.resolve(link, seen) for link, seen in observed.items()) if t}
-    if p["default"]:
-        candidates.add(os.path.join(root, "cuda-" + p["default"]))
-    exists = {path: os.path.isdir(path) for path in candidates}
-
     # in check mode nothing was installed: a link to a wanted toolkit is still to be pinned, not refused
     phase = "before" if module.check_mode else p["phase"]
     try:
-        result = logic.plan(root, observed, groups, record, p["default"], p["wanted"], exists, phase)
-    except logic.CudaLinkError as exc:
-        module.fail_json(msg=str(exc))
-    main_link = os.path.join(root, "cuda")
-    kept_path = result["keep"].get(main_link)
-    out = dict(
-        keep=result["keep"],
-        kept={"path": kept_path, "version": logic.toolkit_version(kept_path)} if kept_path and main_link not in result["pending"] else None,
-        moved=result["moved"],
-        actions=result["actions"],
-        recorded=bool(result["record"]) and p["phase"] != "verify",
-        lines=logic.describe(result),
-        created=result["created"],
-        pending=result["pending"],
-        changed=False,
-    )
-    before = {link: logic.resolve(link, seen) for link, seen in observed.items()}
-    out["diff"] = {"before": json.dumps(before, indent=2, sort_keys=True) + "\n", "after": json.dumps(result["keep"], indent=2, sort_keys=True) + "\n"}
+        state = host.gather(commands.module_runner(module), p["root"], p["record"], p["wanted"], p["default"])
+        result, out = host.assess(state, p["default"], p["wanted"], phase, verify=p["phase"] == "verify")
+    except host.ReadError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    out["changed"] = False
     if result["refusals"]:
         module.fail_json(msg="Refused before any change. " + " ".join(result["refusals"]), **out)
     if p["phase"] == "verify":
@@ -230,7 +148,7 @@ def main():
         if rc != 0:
             module.fail_json(msg="%s failed" % " ".join(argv), cmd=argv, rc=rc, stdout=stdout, stderr=stderr, **out)
     if result["record"]:
-        write_record(p["record"], result["record"])
+        host.write_record(p["record"], result["record"])
     module.exit_json(**out)
 
 

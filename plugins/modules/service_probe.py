@@ -15,6 +15,10 @@ description:
     pruned), and whether a last good snapshot is already there.
   - A marker that cannot be read or is not a JSON object is reported as no marker with C(marker_error); the host is
     then not ready, so the role validates it again and rewrites the marker.
+  - With O(unit), also the unit as systemd and its files say and the command the role's drop-in gives it (what
+    M(blackwell.inference.unit_command) returns); with O(facts), also what FlashInfer would compute in the service's
+    environment (what M(blackwell.inference.cuda_facts) returns, as C(ansible_facts.blackwell_cuda)). One call for
+    what the role decides from, instead of three.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -33,6 +37,16 @@ options:
   snapshot_store:
     description: The last good snapshot's store (a link to its directory).
     type: path
+  unit:
+    description:
+      - Read the unit too, with these options of M(blackwell.inference.unit_command) (C(unit) and C(venv)
+        required). Omitted, RV(unit) is null.
+    type: dict
+  facts:
+    description:
+      - Gather C(blackwell_cuda) too, with these options of M(blackwell.inference.cuda_facts) (C(nvidia_smi),
+        C(environment), C(venv), C(venv_optional), C(toolkit_root)). Omitted, no facts are returned.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -51,6 +65,18 @@ EXAMPLES = r"""
     cuda_home: /usr/local/cuda-13.0
     jit_dir: /var/cache/sglang/jit
     snapshot_store: /var/lib/blackwell-inference/sglang-k26/last-good
+  register: probe
+
+- name: The same, with the unit's command and FlashInfer's view in the service's environment
+  blackwell.inference.service_probe:
+    marker: /etc/ansible/facts.d/blackwell_inference.fact
+    cuda_home: /usr/local/cuda-13.0
+    jit_dir: /var/cache/sglang/jit
+    unit: {unit: sglang.service, venv: /opt/sglang/current, keep: true}
+    facts:
+      environment: {CUDA_HOME: /usr/local/cuda-13.0, PATH: "/usr/local/cuda-13.0/bin:/opt/sglang/current/bin:/usr/bin:/bin"}
+      venv: /opt/sglang/current
+      venv_optional: true
   register: probe
 """
 
@@ -79,13 +105,32 @@ snapshot:
   returned: always
   type: dict
   sample: {exists: true, error: null}
+unit:
+  description: With O(unit), what M(blackwell.inference.unit_command) returns for it (null without O(unit)).
+  returned: always
+  type: dict
+  sample: {load_state: loaded, source: unit, argv: [/opt/sglang/current/bin/python, -m, sglang.launch_server], listen: {host: 0.0.0.0, port: 30000}}
+ansible_facts:
+  description: With O(facts), C(blackwell_cuda) as M(blackwell.inference.cuda_facts) returns it.
+  returned: when facts is given
+  type: dict
+commands_run:
+  description: The commands run for O(unit) and O(facts), each once.
+  returned: always
+  type: list
+  elements: list
 """
 
 import os
+import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_probe
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, service_probe, systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as unit_logic
+
+UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep")
+FACTS_OPTIONS = ("nvidia_smi", "environment", "venv", "venv_optional", "toolkit_root")
 
 
 def run_module():
@@ -95,10 +140,16 @@ def run_module():
             cuda_home=dict(type="path", required=True),
             jit_dir=dict(type="path", required=True),
             snapshot_store=dict(type="path"),
+            unit=dict(type="dict"),
+            facts=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    run = commands.CachingRunner(commands.module_runner(module))
+    out = {"unit": read_unit(module, run, p["unit"]) if p["unit"] is not None else None}
+    if p["facts"] is not None:
+        out["ansible_facts"] = {"blackwell_cuda": gather_facts(module, run, p["facts"])}
     marker, marker_error = service_probe.read_marker(p["marker"])
     nvcc = os.path.join(p["cuda_home"], "bin", "nvcc")
     snapshot = service_probe.snapshot_state(p["snapshot_store"]) if p["snapshot_store"] else {"exists": False, "error": None}
@@ -109,7 +160,41 @@ def run_module():
         nvcc={"path": nvcc, "exists": os.path.exists(nvcc)},
         gone_venv_links=service_probe.gone_venv_links(p["jit_dir"]),
         snapshot=snapshot,
+        commands_run=run.calls,
+        **out,
     )
+
+
+def options(module, name, given, known):
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        module.fail_json(msg="%s: unsupported option(s) %s (known: %s)" % (name, ", ".join(unknown), ", ".join(known)))
+    return dict(given)
+
+
+def read_unit(module, run, given):
+    kw = options(module, "unit", given, UNIT_OPTIONS)
+    if not kw.get("unit") or not kw.get("venv"):
+        module.fail_json(msg="unit: needs unit (the unit's name) and venv")
+    kw["port"] = int(kw.get("port", 30000))
+    kw["keep"] = module.boolean(kw.get("keep", True))
+    kw["exclude"] = list(kw.get("exclude") or [])
+    kw["command"] = [str(x) for x in kw.get("command") or []]
+    try:
+        return unit_logic.read(run, **kw)
+    except unit_logic.UnitReadError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+
+
+def gather_facts(module, run, given):
+    p = {"nvidia_smi": "nvidia-smi", "environment": {}, "venv": None, "venv_optional": False, "toolkit_root": "/usr/local"}
+    p.update(options(module, "facts", given, FACTS_OPTIONS))
+    p["venv_optional"] = module.boolean(p["venv_optional"])
+    env, env_notes = systemd_env.service_environment(module, run, None, p["environment"] or {})
+    try:
+        return cuda_measure.measure(run, p, env, env_notes, pwd.getpwuid(os.getuid()).pw_dir)
+    except cuda_measure.MeasureError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
 
 
 def main():

@@ -14,6 +14,9 @@ description:
     measures them (set as C(ansible_facts.blackwell_cuda), one C(nvidia-smi) call, one C(nvcc --version) per toolkit),
     every package's version and dpkg status (one C(dpkg-query)), the Secure Boot state (C(mokutil --sb-state)), the
     apt source files that already name the role's repository URL and the record of the kernel compiles that passed.
+  - With O(links), also what pinning C(/usr/local/cuda) and C(/usr/local/cuda-<major>) before an install would do
+    (M(blackwell.inference.cuda_link) with C(phase=before), read only), so a run whose links are where they belong
+    makes no cuda_link call.
   - A host without C(mokutil) is not a failure; the state is then unknown (C(secure_boot.rc) is null).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
@@ -40,6 +43,11 @@ options:
         the role, see the C(cuda_compile_record) filter). Returned as RV(compile_record); none read when empty.
     type: path
     default: ""
+  links:
+    description:
+      - Read the cuda links too, with these options of M(blackwell.inference.cuda_link) (C(root), C(default),
+        C(wanted), C(record)). Omitted, RV(links) is null.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -96,6 +104,14 @@ compile_record:
   returned: always
   type: dict
   sample: {/usr/local/cuda-13.0: {sm_120a: 3f0c2a9b1d4e5f60}}
+links:
+  description:
+    - With O(links), what M(blackwell.inference.cuda_link) with C(phase=before) would return, nothing applied, plus
+      C(refusals), C(error) (the links or their record could not be read) and C(needed) (the pin has anything to do or
+      say - actions, a record to write, a refusal, an error). Null without O(links).
+  returned: always
+  type: dict
+  sample: {needed: false, actions: [], recorded: false, pending: [], refusals: [], error: null, lines: ["/usr/local/cuda -> /usr/local/cuda-12.8 (kept)"]}
 """
 
 import os
@@ -103,7 +119,9 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, cuda_plan, systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_link_host, cuda_measure, cuda_plan, systemd_env
+
+LINK_OPTIONS = ("root", "default", "wanted", "record")
 
 
 def run_module():
@@ -114,6 +132,7 @@ def run_module():
             packages=dict(type="bool", default=True),
             apt_source_url=dict(type="str", default=""),
             compile_record=dict(type="path", default=""),
+            links=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -136,6 +155,17 @@ def run_module():
     stderr = "not installed" if res.os_error == "FileNotFoundError" else (res.stderr or "").strip()
     secure_boot = {"rc": res.rc, "stdout": res.stdout.strip(), "stderr": stderr}
 
+    links = None
+    if p["links"] is not None:
+        unknown = sorted(set(p["links"]) - set(LINK_OPTIONS))
+        if unknown:
+            module.fail_json(msg="links: unsupported option(s) %s (known: %s)" % (", ".join(unknown), ", ".join(LINK_OPTIONS)))
+        lk = p["links"]
+        wanted = [str(v) for v in lk.get("wanted") or []]
+        links = cuda_link_host.read(
+            run, lk.get("root") or "/usr/local", lk.get("record") or "/etc/blackwell-inference/cuda-links.json", wanted, str(lk.get("default") or "")
+        )
+
     url = p["apt_source_url"].rstrip("/")
     sources = cuda_plan.apt_sources_naming(url) if url else []
     module.exit_json(
@@ -145,6 +175,7 @@ def run_module():
         secure_boot=secure_boot,
         apt_sources=sources,
         compile_record=cuda_plan.read_compile_record(p["compile_record"]),
+        links=links,
         commands_run=run.calls,
     )
 

@@ -136,24 +136,10 @@ listen:
   sample: {host: 0.0.0.0, port: 30000}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.blackwell.inference.plugins.module_utils import commands
 from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as logic
-
-
-def show(module, unit):
-    argv = ["systemctl", "show", unit, "-p", "LoadState", "-p", "User", "-p", "FragmentPath", "-p", "DropInPaths", "-p", "UnitFileState", "-p", "ActiveState"]
-    rc, out, err = module.run_command(argv)
-    if rc != 0:
-        module.fail_json(msg="systemctl show %s failed" % unit, cmd=argv, rc=rc, stdout=out, stderr=err)
-    props = {}
-    for line in out.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            props[key] = value.strip()
-    return props
 
 
 def main():
@@ -169,47 +155,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    props = show(module, p["unit"])
-    excluded = {os.path.normpath(x) for x in p["exclude"]}
-    paths = [props.get("FragmentPath", ""), *props.get("DropInPaths", "").split()]
-    paths = [x for x in paths if x and os.path.normpath(x) not in excluded]
-    files = []
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                files.append((path, fh.read()))
-        except OSError as exc:
-            module.fail_json(msg="cannot read %s of %s: %s" % (path, p["unit"], exc))
-    result = {
-        "changed": False,
-        "load_state": props.get("LoadState", ""),
-        "unit_file_state": props.get("UnitFileState", ""),
-        "active_state": props.get("ActiveState", ""),
-        "user": props.get("User", ""),
-        "files": paths,
-    }
-    if result["load_state"] != "loaded":  # nothing to read; the caller refuses a drop-in for a unit that is not there
-        result.update(unit_argv=None, set_by=None, argv=list(p["command"]), source="variables" if p["command"] else "none", old=None, replaced=False)
-        result["listen"] = {"host": p["host"], "port": p["port"]}
-        module.exit_json(**result)
     try:
-        unit_argv, set_by = logic.exec_start(files)
-    except logic.UnitCommandError as exc:
-        module.fail_json(msg="%s: %s" % (p["unit"], exc), **result)
-    result.update(unit_argv=unit_argv, set_by=set_by)
-    if not p["command"] and not p["keep"]:
-        result.update(argv=[], source="none", old=unit_argv, replaced=False, listen={"host": p["host"], "port": p["port"]})
-        module.exit_json(**result)
-    venv_dir = logic.unit_venv(unit_argv)
-    movable = logic.in_venv(venv_dir, bool(venv_dir) and os.path.exists(os.path.join(venv_dir, "pyvenv.cfg")), bool(venv_dir) and os.path.isdir(venv_dir))
-    try:
-        chosen = logic.dropin_command(unit_argv, p["venv"], p["command"] or None, movable)
-    except logic.UnitCommandError as exc:
-        module.fail_json(msg="%s: %s" % (p["unit"], exc), **result)
-    result.update(chosen)
-    result["listen"] = logic.listen(chosen["argv"], p["host"], p["port"]) if chosen["source"] == "unit" else {"host": p["host"], "port": p["port"]}
-    module.exit_json(**result)
+        result = logic.read(commands.module_runner(module), **module.params)
+    except logic.UnitReadError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

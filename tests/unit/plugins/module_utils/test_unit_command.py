@@ -161,3 +161,88 @@ def test_listen_prefers_the_kept_commands_own_flags():
 )
 def test_in_venv(venv_dir, cfg, exists, movable):
     assert uc.in_venv(venv_dir, cfg, exists) is movable
+
+
+# `systemctl show sglang-k26.service -p LoadState -p User -p FragmentPath -p DropInPaths -p UnitFileState -p ActiveState`
+# on the lab's ct200 with the role's drop-in in place (systemd prints them in its own order)
+SHOW_CT200 = """LoadState=loaded
+User=
+FragmentPath=/etc/systemd/system/sglang-k26.service
+DropInPaths=/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf
+UnitFileState=enabled
+ActiveState=active
+"""
+SHOW_MISSING = """LoadState=not-found
+User=
+FragmentPath=
+DropInPaths=
+UnitFileState=
+ActiveState=inactive
+"""
+DROPIN = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
+
+
+class _Res:
+    def __init__(self, rc, stdout, stderr=""):
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+
+    @property
+    def ok(self):
+        return self.rc == 0
+
+    def as_dict(self):
+        return {"rc": self.rc, "stdout": self.stdout, "stderr": self.stderr}
+
+
+def _read(show, files=None, rc=0, **kw):
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return _Res(rc, show, "" if rc == 0 else "Failed to connect to bus")
+
+    files = files or {}
+
+    def read_text(path):
+        if path not in files:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return files[path]
+
+    kw.setdefault("exclude", [DROPIN])
+    result = uc.read(run, "sglang-k26.service", "/opt/sglang/current", exists=lambda p: True, is_dir=lambda p: True, read_text=read_text, **kw)
+    return result, calls
+
+
+def test_read_keeps_the_units_flags_leaves_the_roles_drop_in_out_and_asks_systemd_once():
+    result, calls = _read(SHOW_CT200, {"/etc/systemd/system/sglang-k26.service": CT200})
+    assert len(calls) == 1 and calls[0][:3] == ["systemctl", "show", "sglang-k26.service"]
+    assert result["files"] == ["/etc/systemd/system/sglang-k26.service"]
+    assert (result["load_state"], result["unit_file_state"], result["active_state"]) == ("loaded", "enabled", "active")
+    assert result["source"] == "unit" and result["argv"][0] == "/opt/sglang/current/bin/python" and result["argv"][1:] == CT200_ARGV[1:]
+    assert result["listen"] == {"host": "0.0.0.0", "port": 30000}  # noqa: S104 - the unit's own flags
+
+
+def test_read_of_a_unit_that_is_not_there_takes_the_variables_command():
+    result, calls = _read(SHOW_MISSING, command=["/opt/sglang/current/bin/python", "-m", "sglang.launch_server"], port=30001)
+    assert result["load_state"] == "not-found" and result["unit_argv"] is None
+    assert result["source"] == "variables" and result["listen"] == {"host": "127.0.0.1", "port": 30001}
+    assert len(calls) == 1
+
+
+def test_read_without_keep_or_command_runs_nothing_and_shows_the_old_one():
+    result, calls = _read(SHOW_CT200, {"/etc/systemd/system/sglang-k26.service": CT200}, keep=False)
+    assert len(calls) == 1
+    assert result["argv"] == [] and result["source"] == "none" and result["old"] == CT200_ARGV
+
+
+@pytest.mark.parametrize(
+    ("rc", "files", "match"),
+    [
+        (1, {}, "systemctl show sglang-k26.service failed"),
+        (0, {}, "cannot read /etc/systemd/system/sglang-k26.service of sglang-k26.service"),
+    ],
+)
+def test_read_failures_carry_what_was_read(rc, files, match):
+    with pytest.raises(uc.UnitReadError, match=match) as err:
+        _read(SHOW_CT200, files, rc=rc)
+    assert ("rc" in err.value.result) == (rc != 0)

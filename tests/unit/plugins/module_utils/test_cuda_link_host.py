@@ -1,0 +1,78 @@
+"""What the links are on a host and what a pin would do, read without applying it (toolkit_probe's `links`): a
+runfile-style host the pin still has to take over, and a host the role already pinned, where nothing is needed."""
+
+import json
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link_host as host
+
+from .test_cuda_link import NO_GROUP, QUERY_MANUAL_12_8
+
+
+class _Res:
+    def __init__(self, stdout, rc, os_error=None):
+        self.stdout, self.rc, self.stderr, self.os_error = stdout, rc, "", os_error
+
+    def as_dict(self):
+        return {"rc": self.rc, "stdout": self.stdout, "stderr": self.stderr}
+
+
+def _runner(answers):
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return answers[argv[-1]]
+
+    return run, calls
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    (tmp_path / "local" / "cuda-12.8" / "bin").mkdir(parents=True)
+    (tmp_path / "local" / "cuda-13.0" / "bin").mkdir(parents=True)
+    (tmp_path / "alternatives").mkdir()
+    monkeypatch.setattr(host, "ALTERNATIVES_DIR", str(tmp_path / "alternatives"))
+    return tmp_path
+
+
+def test_a_runfile_link_still_to_pin_is_needed_and_nothing_is_applied(root):
+    local = root / "local"
+    (local / "cuda").symlink_to(local / "cuda-12.8")  # the runfile's plain link
+    run, calls = _runner({"cuda": _Res(*NO_GROUP)})
+    out = host.read(run, str(local), str(root / "cuda-links.json"), ["13.0"], "")
+    assert out["needed"] and out["error"] is None and out["recorded"]
+    assert [a[:2] for a in out["actions"]] == [["update-alternatives", "--install"], ["update-alternatives", "--set"]]
+    assert calls == [["update-alternatives", "--query", "cuda"]]
+    assert (local / "cuda").readlink() == local / "cuda-12.8" and not (root / "cuda-links.json").exists()
+
+
+def test_a_pinned_host_needs_nothing(root):
+    local = root / "local"
+    (root / "alternatives" / "cuda").symlink_to(local / "cuda-12.8")
+    (local / "cuda").symlink_to(root / "alternatives" / "cuda")
+    (root / "cuda-links.json").write_text(json.dumps({"version": 1, "links": {str(local / "cuda"): str(local / "cuda-12.8")}}))
+    query = QUERY_MANUAL_12_8.replace("/usr/local", str(local))
+    run, calls = _runner({"cuda": _Res(query, 0)})
+    out = host.read(run, str(local), str(root / "cuda-links.json"), ["13.0"], "")
+    assert len(calls) == 1
+    assert not out["needed"] and out["actions"] == [] and out["refusals"] == [] and out["pending"] == []
+    assert out["kept"] == {"path": str(local / "cuda-12.8"), "version": "12.8"}
+
+
+@pytest.mark.parametrize(
+    ("record", "answer", "match"),
+    [
+        ("not json", _Res(*NO_GROUP), "cannot be read"),
+        (None, _Res("", 1), "update-alternatives --query cuda failed"),
+    ],
+)
+def test_what_cannot_be_read_is_left_to_the_pin_to_report(root, record, answer, match):
+    local = root / "local"
+    if record is not None:
+        (root / "cuda-links.json").write_text(record)
+    run, calls = _runner({"cuda": answer})
+    out = host.read(run, str(local), str(root / "cuda-links.json"), ["13.0"], "")
+    assert out["needed"] and match in out["error"]
+    assert len(calls) == (0 if record else 1)
