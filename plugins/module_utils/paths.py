@@ -181,3 +181,53 @@ def wanted(entry, uid=None, gid=None, owner=None, group=None):
     if entry["state"] == "file":
         after["sha256"] = sha256(entry["content"])
     return after
+
+
+def _wanted_id(name, seen, name_key, id_key):
+    """The id plan() compares with, from what the host named its owner or group (the controller cannot resolve names):
+    the observed id when the names agree, -1 (differs from any id) when they do not; None: left as it is."""
+    if name is None:
+        return None
+    text = str(name)
+    if text.isdigit():
+        return int(text)
+    return seen.get(id_key) if seen.get(name_key) == text else -1
+
+
+def pending(entries, observed):
+    """The paths among `entries` (as the paths module takes them) that a paths call would change, judged from
+    `observed` (path -> what files.observe saw, owner and group by name). A path that was not observed, or that the
+    module would refuse, counts as pending: the call then runs and decides or fails itself."""
+    out = []
+    for entry in normalize(entries):
+        seen = observed.get(entry["path"])
+        if not seen:
+            out.append(entry["path"])
+            continue
+        exists = bool(seen.get("exists"))
+        uid = _wanted_id(entry["owner"], seen, "owner", "uid") if exists else None
+        gid = _wanted_id(entry["group"], seen, "group", "gid") if exists else None
+        try:
+            actions = plan(entry, seen, uid, gid)
+        except PathsError:
+            actions = [("refused", None)]
+        if actions:
+            out.append(entry["path"])
+    return out
+
+
+def observed_checksums(paths, observed):
+    """What each of `paths` holds per `observed` (sha256 of a file, None for an absent path), the same map
+    service_snapshot's inspect reads; None when one of them was not observed or is neither a file nor absent."""
+    out = {}
+    for path in paths:
+        seen = observed.get(posixpath.normpath(path))
+        if not seen:
+            return None
+        if not seen.get("exists"):
+            out[path] = None
+        elif seen.get("type") == "file" and seen.get("sha256"):
+            out[path] = seen["sha256"]
+        else:
+            return None
+    return out

@@ -5,7 +5,7 @@ workers will agree with, and the environment the unit gets. The first refusal wi
 
 from __future__ import annotations
 
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules, sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils import paths, sglang_rules, sglang_service
 
 
 def arch_choice(target_archs, sglang=None, override=""):
@@ -57,3 +57,19 @@ def plan(facts, cuda_home, venv, cache_dir, arch_list="", build_log="", ld_libra
         "versions": found.get("packages") or {},
         "toolkit": {"cuda_home": cuda_home, "cuda_version": fi.get("cuda_version")},
     }
+
+
+def fingerprint_checksums(files, written, observed, reread=False):
+    """The fingerprinted files' checksums without reading them again, or None when they must be read.
+
+    written: this run's unit files call's checksums when it made its files so (None when it was skipped or only
+    checked); observed: the preflight's observation of the paths (files.observe); reread: a file of `files` was written
+    since by another task (the secrets file). A file the call did not cover is taken from the observation."""
+    if reread:
+        return None
+    written = written or {}
+    rest = [path for path in files if path not in written]
+    seen = paths.observed_checksums(rest, observed or {})
+    if seen is None:
+        return None
+    return {path: written[path] if path in written else seen[path] for path in files}

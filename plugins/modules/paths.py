@@ -103,45 +103,14 @@ checksums:
 """
 
 import grp
-import hashlib
 import os
 import pwd
-import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.inference.plugins.module_utils import paths as logic
-
-
-def observe(path):
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return {"exists": False}
-    seen = {"exists": True, "uid": st.st_uid, "gid": st.st_gid, "mode": stat.S_IMODE(st.st_mode)}
-    if stat.S_ISLNK(st.st_mode):
-        seen.update(type="link", target=os.readlink(path), mode=None)
-    elif stat.S_ISDIR(st.st_mode):
-        seen["type"] = "directory"
-    elif stat.S_ISREG(st.st_mode):
-        seen["type"] = "file"
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-        seen["sha256"] = digest.hexdigest()
-    else:
-        seen["type"] = "other"
-    try:
-        seen["owner"] = pwd.getpwuid(st.st_uid).pw_name
-    except KeyError:
-        seen["owner"] = str(st.st_uid)
-    try:
-        seen["group"] = grp.getgrgid(st.st_gid).gr_name
-    except KeyError:
-        seen["group"] = str(st.st_gid)
-    return seen
+from ansible_collections.blackwell.inference.plugins.module_utils.files import observe
 
 
 def old_text(path, observed, limit=1 << 16):

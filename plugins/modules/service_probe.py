@@ -19,6 +19,8 @@ description:
     M(blackwell.inference.unit_command) returns); with O(facts), also what FlashInfer would compute in the service's
     environment (what M(blackwell.inference.cuda_facts) returns, as C(ansible_facts.blackwell_cuda)). One call for
     what the role decides from, instead of three.
+  - With O(observe), also what is at each of those paths (as M(blackwell.inference.paths) sees it), so the role skips
+    a C(paths) call that would change nothing and takes the fingerprint's checksums from this one read.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -42,6 +44,13 @@ options:
       - Read the unit too, with these options of M(blackwell.inference.unit_command) (C(unit) and C(venv)
         required). Omitted, RV(unit) is null.
     type: dict
+  observe:
+    description:
+      - Paths to look at (not followed); a pattern with C(*) stands for the paths that match it. Returned as
+        RV(observed).
+    type: list
+    elements: str
+    default: []
   facts:
     description:
       - Gather C(blackwell_cuda) too, with these options of M(blackwell.inference.cuda_facts) (C(nvidia_smi),
@@ -114,6 +123,14 @@ ansible_facts:
   description: With O(facts), C(blackwell_cuda) as M(blackwell.inference.cuda_facts) returns it.
   returned: when facts is given
   type: dict
+observed:
+  description:
+    - Per path of O(observe) (the matches of a pattern), what is there - C(exists), C(type), C(uid), C(gid), C(mode),
+      C(owner) and C(group) (names), C(sha256) (a file), C(target) (a link). The input of the C(paths_pending)
+      filter.
+  returned: always
+  type: dict
+  sample: {/etc/blackwell-inference/sglang-validate.json: {exists: true, type: file, mode: 420, owner: root, uid: 0, sha256: 9f2c}}
 commands_run:
   description: The commands run for O(unit) and O(facts), each once.
   returned: always
@@ -126,7 +143,7 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, service_probe, systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, files, service_probe, systemd_env
 from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as unit_logic
 
 UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep")
@@ -142,6 +159,7 @@ def run_module():
             snapshot_store=dict(type="path"),
             unit=dict(type="dict"),
             facts=dict(type="dict"),
+            observe=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -160,6 +178,7 @@ def run_module():
         nvcc={"path": nvcc, "exists": os.path.exists(nvcc)},
         gone_venv_links=service_probe.gone_venv_links(p["jit_dir"]),
         snapshot=snapshot,
+        observed=files.observe_all(p["observe"]),
         commands_run=run.calls,
         **out,
     )

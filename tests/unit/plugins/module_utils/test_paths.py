@@ -1,5 +1,7 @@
 """The paths module's decisions: input checks and, per observed state, the actions that make it what is wanted."""
 
+import os
+
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils import paths as p
@@ -124,3 +126,67 @@ def test_checksums_are_what_a_read_of_the_files_gives_once_they_match(tmp_path):
     unit.parent.mkdir()
     unit.write_text(CONTENT, encoding="utf-8")  # as the module writes it
     assert p.checksums(wanted) == {str(unit): hashlib.sha256(unit.read_bytes()).hexdigest(), str(tmp_path / "gone.env"): None}
+
+
+def _role_paths(tmp_path, me):
+    """A role's directories, a file and a link, and an absent one, owned by the account running the test."""
+    return [
+        {"path": str(tmp_path / "cache"), "state": "directory", "owner": me, "mode": "0750"},
+        {"path": str(tmp_path / "cache" / "50-blackwell-inference.conf"), "state": "file", "content": CONTENT, "owner": me, "mode": "0644"},
+        {"path": str(tmp_path / "cache" / "venv"), "state": "link", "src": "/opt/sglang/venvs/abc"},
+        {"path": str(tmp_path / "secrets.env"), "state": "absent"},
+    ]
+
+
+def _make(tmp_path):
+    (tmp_path / "cache").mkdir(mode=0o750)
+    (tmp_path / "cache").chmod(0o750)
+    conf = tmp_path / "cache" / "50-blackwell-inference.conf"
+    conf.write_text(CONTENT, encoding="utf-8")
+    conf.chmod(0o644)
+    (tmp_path / "cache" / "venv").symlink_to("/opt/sglang/venvs/abc")
+
+
+def test_pending_from_an_observation_is_what_the_module_would_change(tmp_path):
+    import pwd
+
+    from ansible_collections.blackwell.inference.plugins.module_utils import files
+
+    me = pwd.getpwuid(os.getuid()).pw_name
+    wanted = _role_paths(tmp_path, me)
+    glob_all = [str(tmp_path / "cache"), str(tmp_path / "cache" / "*"), str(tmp_path / "secrets.env")]
+    assert p.pending(wanted, files.observe_all(glob_all)) == [w["path"] for w in wanted[:3]]  # nothing made yet
+    _make(tmp_path)
+    seen = files.observe_all(glob_all)
+    assert sorted(seen) == sorted(w["path"] for w in wanted)  # the pattern stood for the file and the link
+    assert p.pending(wanted, seen) == []
+    # drift: a mode, a content, a link target, a file that should be gone, an owner by another name
+    (tmp_path / "cache").chmod(0o700)
+    (tmp_path / "cache" / "50-blackwell-inference.conf").write_text(CONTENT + "# by hand\n", encoding="utf-8")
+    (tmp_path / "cache" / "venv").unlink()
+    (tmp_path / "cache" / "venv").symlink_to("/opt/sglang/venvs/old")
+    (tmp_path / "secrets.env").write_text("HF_TOKEN=x\n", encoding="utf-8")
+    assert p.pending(wanted, files.observe_all(glob_all)) == [w["path"] for w in wanted]
+    other_owner = [{"path": str(tmp_path / "cache"), "state": "directory", "owner": "somebody-else"}]
+    assert p.pending(other_owner, files.observe_all(glob_all)) == [str(tmp_path / "cache")]
+    assert p.pending([dict(other_owner[0], owner=me)], files.observe_all(glob_all)) == []
+
+
+def test_pending_counts_what_was_not_observed_and_what_the_module_would_refuse(tmp_path):
+    wanted = [{"path": "/etc/blackwell-inference", "state": "directory"}, {"path": "/etc/x.conf", "state": "file", "content": "x\n"}]
+    observed = {"/etc/x.conf": {"exists": True, "type": "directory", "uid": 0, "gid": 0, "mode": 0o755}}
+    assert p.pending(wanted, observed) == ["/etc/blackwell-inference", "/etc/x.conf"]
+
+
+def test_observed_checksums_are_what_service_snapshot_inspect_reads(tmp_path):
+    import hashlib
+
+    from ansible_collections.blackwell.inference.plugins.module_utils import files
+
+    _make(tmp_path)
+    conf, gone = str(tmp_path / "cache" / "50-blackwell-inference.conf"), str(tmp_path / "secrets.env")
+    seen = files.observe_all([conf, gone, str(tmp_path / "cache")])
+    digest = hashlib.sha256((tmp_path / "cache" / "50-blackwell-inference.conf").read_bytes()).hexdigest()
+    assert p.observed_checksums([conf, gone], seen) == {conf: digest, gone: None}
+    assert p.observed_checksums([conf, str(tmp_path / "other")], seen) is None  # not observed
+    assert p.observed_checksums([str(tmp_path / "cache")], seen) is None  # a directory holds no checksum

@@ -84,3 +84,37 @@ def test_a_check_run_without_the_venv_is_not_refused_for_it():
 def test_an_environment_that_sets_a_derived_key_is_refused_naming_the_variable():
     with pytest.raises(ValueError, match="sglang_service_environment may not set CUDA_HOME"):
         service_plan.plan(facts("13.0-sglang"), CUDA13, VENV, CACHE, extra={"CUDA_HOME": "/usr/local/cuda"})
+
+
+UNIT = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
+VALIDATE = "/etc/systemd/system/sglang-k26-validate.service"
+SECRETS = "/etc/blackwell-inference/sglang-k26.secrets.env"
+OBSERVED = {
+    UNIT: {"exists": True, "type": "file", "sha256": "aa"},
+    VALIDATE: {"exists": True, "type": "file", "sha256": "bb"},
+    SECRETS: {"exists": False},
+}
+
+
+@pytest.mark.parametrize(
+    ("written", "observed", "reread", "expected"),
+    [
+        # a run that changed nothing: the probe's reading
+        (None, OBSERVED, False, {UNIT: "aa", VALIDATE: "bb", SECRETS: None}),
+        # the unit files call wrote them all: its checksums
+        ({UNIT: "cc", VALIDATE: "dd", SECRETS: None}, OBSERVED, False, {UNIT: "cc", VALIDATE: "dd", SECRETS: None}),
+        # secrets given: the call left that file to its own task; unchanged since the probe
+        (
+            {UNIT: "cc", VALIDATE: "dd"},
+            dict(OBSERVED, **{SECRETS: {"exists": True, "type": "file", "sha256": "ee"}}),
+            False,
+            {UNIT: "cc", VALIDATE: "dd", SECRETS: "ee"},
+        ),
+        # the secrets file was written in this run: read again
+        ({UNIT: "cc", VALIDATE: "dd"}, OBSERVED, True, None),
+        # a path the probe did not look at: read again
+        (None, {UNIT: OBSERVED[UNIT]}, False, None),
+    ],
+)
+def test_fingerprint_checksums_come_from_the_write_or_the_probe(written, observed, reread, expected):
+    assert service_plan.fingerprint_checksums([UNIT, VALIDATE, SECRETS], written, observed, reread) == expected
