@@ -128,8 +128,16 @@ def read(run, root, record_path, wanted, default):
     try:
         result, out = assess(gather(run, root, record_path, wanted, default), default, wanted, "before")
     except ReadError as exc:
-        return {"needed": True, "error": exc.msg, "actions": [], "recorded": False, "pending": [], "refusals": [], "lines": []}
+        return {"needed": True, "error": exc.msg, "actions": [], "recorded": False, "pending": [], "refusals": [], "lines": [], "verify_refusal": ""}
     out.pop("diff")
-    out.update(refusals=result["refusals"], error=None)
+    out.update(refusals=result["refusals"], error=None, verify_refusal=verify_refusal(result["moved"]))
     out["needed"] = bool(out["actions"] or out["recorded"] or out["refusals"])
     return out
+
+
+def verify_refusal(moved):
+    """Why a read-only check fails: the links found away from their recorded toolkit ('' when none is)."""
+    if not moved:
+        return ""
+    where = ", ".join("%s -> %s (recorded: %s)" % (m["link"], m["now"] or "nothing", m["recorded"]) for m in moved)
+    return "moved behind the role's back: %s; a run without --tags verify puts it back" % where

@@ -136,8 +136,7 @@ def main():
         module.fail_json(msg="Refused before any change. " + " ".join(result["refusals"]), **out)
     if p["phase"] == "verify":
         if result["moved"] and not module.check_mode:  # a checked run's pin phase says it would put them back
-            moved = ", ".join("%s -> %s (recorded: %s)" % (m["link"], m["now"] or "nothing", m["recorded"]) for m in result["moved"])
-            module.fail_json(msg="moved behind the role's back: %s; a run without --tags verify puts it back" % moved, **out)
+            module.fail_json(msg=host.verify_refusal(result["moved"]), **out)
         module.exit_json(**out)
 
     out["changed"] = bool(result["actions"]) or out["recorded"]

@@ -76,3 +76,18 @@ def test_what_cannot_be_read_is_left_to_the_pin_to_report(root, record, answer, 
     out = host.read(run, str(local), str(root / "cuda-links.json"), ["13.0"], "")
     assert out["needed"] and match in out["error"]
     assert len(calls) == (0 if record else 1)
+
+
+def test_a_link_moved_by_hand_is_what_a_verify_run_fails_on(root):
+    local = root / "local"
+    (root / "alternatives" / "cuda").symlink_to(local / "cuda-12.8")
+    (local / "cuda").symlink_to(local / "cuda-13.0")  # `ln -sfn` by hand, over the alternatives link
+    (root / "cuda-links.json").write_text(json.dumps({"version": 1, "links": {str(local / "cuda"): str(local / "cuda-12.8")}}))
+    run, calls = _runner({"cuda": _Res(QUERY_MANUAL_12_8.replace("/usr/local", str(local)), 0)})
+    out = host.read(run, str(local), str(root / "cuda-links.json"), ["13.0"], "")
+    assert len(calls) == 1 and out["needed"]  # the pin puts it back
+    assert out["verify_refusal"] == (
+        "moved behind the role's back: %s -> %s (recorded: %s); a run without --tags verify puts it back"
+        % (local / "cuda", local / "cuda-13.0", local / "cuda-12.8")
+    )
+    assert host.verify_refusal([]) == ""
