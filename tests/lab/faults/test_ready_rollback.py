@@ -212,3 +212,33 @@ def test_play_killed_during_the_health_wait_of_a_state_that_never_answers(run):
     assert not m["ready"] and m["last_good"] == m0["last_good"]
     verify_says_not_ready("not validated")  # the new state runs (and fails); nothing vouches for it
     nothing_lost(run, m0["last_good"])
+
+
+def test_a_sampled_request_that_fails_after_health_answers_rolls_back_and_the_off_switch_skips_it(run):
+    """/health is greedy: a state whose sampled request fails is not ready, even though its health endpoint answers.
+    The fault: the sampled request goes to a path the restarted server does not serve (its own HTTP 404 comes back,
+    so the request reached it), with a changed environment so that the run validates and restarts. The request is
+    this run's, so the previous state, put back and restarted, is asked the same and fails it too: the host stays
+    NOT READY with both answers named, its files back as they were."""
+    pid, before, m0 = serving(run), files(run), marker(run)
+    rc, out, _recap = playbook("--tags", "sglang_service", extra_vars=dict(NCCL, sglang_service_sample_path="/v1/none"))
+    no_traceback(out)
+    flat = " ".join(out.split())
+    # the fault hit: the restarted server answered its health endpoint, and its own 404 for the sampled request came back
+    cause = "answered http://127.0.0.1:30000/health but its sampled request to http://127.0.0.1:30000/v1/none failed"
+    assert rc != 0 and "ct200 is NOT READY" in flat and cause in flat and "HTTP 404" in flat, out[-4000:]
+    assert "restored the last good state of" in out and "the previous service does NOT answer either: it " + cause in flat, flat[-3000:]
+    assert files(run) == before and "NCCL_DEBUG" not in run("systemctl show -p Environment " + UNIT)
+    assert serving(run) != pid  # the previous state was restarted (twice: onto the new state, then back) and answers
+    m = marker(run)
+    assert not m["ready"] and m["phase"] == "failed" and "sampled request" in m["reason"] and m["last_good"] == m0["last_good"]
+    verify_says_not_ready("not validated")
+    # the off switch ({}): the same change validates on /health alone, and no sampled request is sent
+    pid = serving(run)
+    rc, out, _recap = playbook("--tags", "sglang_service", extra_vars=dict(NCCL, sglang_service_sample_path="/v1/none", sglang_service_sample_request={}))
+    assert rc == 0 and "state: validated and serving" in out, out[-4000:]
+    wait = out[out.index("sglang_service : Wait for the service to answer]") :]
+    wait = wait[: wait.index("TASK [", 1)]
+    assert "/v1/none" not in wait and "sampled request ok" not in out, wait  # asked /health only
+    assert "NCCL_DEBUG=WARN" in run("systemctl show -p Environment " + UNIT) and serving(run) != pid
+    assert marker(run)["ready"]
