@@ -176,6 +176,7 @@ def measure(run, p, env, env_notes, home_dir):
         "environment_notes": env_notes,
         "venv": venv,
         "torch": torch,
+        "torch_driver": nvidia_smi.torch_driver(torch, driver),
         "flashinfer": flashinfer,
         "sglang": sglang,
     }

@@ -145,3 +145,80 @@ def summarize_gpus(gpus):
     """Distinct compute capabilities present, sorted, e.g. ["9.0", "12.0"]."""
     ccs = {g["compute_capability"] for g in gpus if g.get("compute_capability")}
     return sorted(ccs, key=lambda c: tuple(int(x) for x in c.split(".")))
+
+
+def _major_minor(version):
+    """(12, 8) from "12.8" or "12.8.1"; None when it is not MAJOR.MINOR[...]."""
+    m = re.match(r"^(\d+)\.(\d+)", str(version or ""))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def oldest_branch_for(cuda_version):
+    """The oldest driver branch of DRIVER_BRANCH_CUDA whose highest CUDA is at least cuda_version, or None."""
+    want = _major_minor(cuda_version)
+    fits = [b for b, c in DRIVER_BRANCH_CUDA.items() if want and _major_minor(c) >= want]
+    return min(fits) if fits else None
+
+
+def driver_fix(torch_cuda, driver_cuda):
+    """The two ways out of a torch whose CUDA runtime is newer than the driver supports."""
+    branch = oldest_branch_for(torch_cuda)
+    return "upgrade the NVIDIA driver to one that supports CUDA %s%s, or pin a torch built for CUDA <= %s (a +cuXYZ wheel no newer than cu%s)" % (
+        torch_cuda,
+        " (R%d or later)" % branch if branch else "",
+        driver_cuda,
+        str(driver_cuda).replace(".", ""),
+    )
+
+
+def torch_driver(torch, driver):
+    """Whether the venv's torch CUDA runtime fits the driver: {torch_cuda, driver_cuda, ok, msg}.
+
+    torch: {version, cuda} as read from torch/version.py (None: no torch); driver: the driver facts (present,
+    version, cuda_version = the highest CUDA it supports). Compared as MAJOR.MINOR:
+    - torch's CUDA <= the driver's: ok (CUDA's backward compatibility);
+    - a newer major: not ok, the runtime refuses the driver (cudaErrorInsufficientDriver; torch warns "The NVIDIA
+      driver on your system is too old" and sees no GPU);
+    - the same major, a newer minor: not ok either. It may start under CUDA minor-version compatibility, but PTX
+      made by torch's newer toolchain does not JIT on this driver (cudaErrorUnsupportedPtxVersion) and the runtime's
+      newer features are missing: conservative, since which of torch's kernels need either is not known here.
+    ok is None when either side is unknown: no torch, a torch without CUDA (CPU or ROCm build), no driver, or a
+    driver whose highest CUDA is not known."""
+    torch_cuda = (torch or {}).get("cuda")
+    driver = driver or {}
+    driver_cuda = driver.get("cuda_version")
+    out = {"torch_cuda": torch_cuda, "driver_cuda": driver_cuda, "ok": None}
+    t, d = _major_minor(torch_cuda), _major_minor(driver_cuda)
+    what = "torch %s" % ((torch or {}).get("version") or "")
+    what = what.rstrip()
+    drv = "driver %s" % driver["version"] if driver.get("version") else "the driver"
+    if not torch:
+        out["msg"] = "no torch in the venv: nothing to compare with the driver"
+    elif not torch_cuda:
+        out["msg"] = "%s has no CUDA runtime (a CPU or ROCm build): nothing to compare with the driver" % what
+    elif not driver.get("present") or not driver.get("version"):
+        out["msg"] = "no NVIDIA driver answered (%s): %s's CUDA %s cannot be checked against it" % (driver.get("error") or "not present", what, torch_cuda)
+    elif not d:
+        out["msg"] = "the highest CUDA %s supports is not known (%s): %s's CUDA %s cannot be checked against it" % (
+            drv,
+            driver.get("cuda_version_source") or "no CUDA version",
+            what,
+            torch_cuda,
+        )
+    elif not t:
+        out["msg"] = "%s's CUDA %r is not MAJOR.MINOR: it cannot be checked against the driver" % (what, torch_cuda)
+    elif t <= d:
+        out["ok"] = True
+        out["msg"] = "%s's CUDA %s runtime is within what %s supports (CUDA %s)" % (what, torch_cuda, drv, driver_cuda)
+    else:
+        out["ok"] = False
+        if t[0] > d[0]:
+            why = "a CUDA %d runtime refuses a CUDA %d driver (cudaErrorInsufficientDriver: torch sees no GPU)" % (t[0], d[0])
+        else:
+            why = (
+                "it can start only under CUDA minor-version compatibility, where PTX from its newer toolchain does not "
+                "JIT on this driver (cudaErrorUnsupportedPtxVersion) and CUDA %s's newer features are missing" % torch_cuda
+            )
+        fix = driver_fix(torch_cuda, driver_cuda)
+        out["msg"] = "%s is built for CUDA %s, newer than %s supports (CUDA %s): %s; fix: %s" % (what, torch_cuda, drv, driver_cuda, why, fix)
+    return out

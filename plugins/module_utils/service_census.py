@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils import systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules, systemd_env
 from ansible_collections.blackwell.inference.plugins.module_utils.commands import SYSTEMD_DEFAULT_PATH
 
 SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "ExecStart", "Environment", "EnvironmentFiles", "DropInPaths")
@@ -73,6 +73,26 @@ def verdict(flashinfer, sglang):
     return True, None
 
 
+def cold_jit(sglang):
+    """Why an accepted unit's SGLang workers would still compile FlashInfer cold, '' when they would not: GPUs of
+    several kinds in one service (sglang_rules.mixed_refusal), or workers whose set_cuda_arch() moves them to another
+    JIT workspace than the unit's environment names (the warm-up fills the unit's; each worker's first sampled request
+    then compiles FlashInfer's sampling module, every TP worker waiting on it)."""
+    mixed = sglang_rules.mixed_refusal(sglang)
+    if mixed:
+        return mixed
+    moved = [w for w in (sglang or {}).get("workers") or [] if w.get("accepted") and w.get("same_workspace") is False]
+    if not moved:
+        return ""
+    lists = sorted({w.get("arch_list") for w in moved if w.get("arch_list")})
+    return (
+        "SGLang %s's workers set FLASHINFER_CUDA_ARCH_LIST=%s and use JIT workspace %s, not the one the unit's "
+        "environment names: each worker's first sampled request compiles FlashInfer's sampling module cold "
+        "(set the unit's FLASHINFER_CUDA_ARCH_LIST to %s)"
+        % (sglang.get("version"), " / ".join(lists) or "?", ", ".join(sorted({w.get("cache_dir") or "?" for w in moved})), " / ".join(lists) or "SGLang's")
+    )
+
+
 def entry(record, venv, flashinfer, sglang, managed):
     """One unit's row: what it runs, where FlashInfer's CUDA comes from, the archs, the verdict."""
     accepted, error = verdict(flashinfer, sglang)
@@ -93,6 +113,7 @@ def entry(record, venv, flashinfer, sglang, managed):
         "orders_agree": (sglang or {}).get("orders_agree", True),
         "accepted": accepted,
         "error": error,
+        "cold_jit": cold_jit(sglang) if accepted else "",
         "symptom": flashinfer.get("symptom"),
     }
 

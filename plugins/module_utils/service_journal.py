@@ -1,16 +1,22 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Why a FlashInfer service failed, read from its journal since its last start: the causes this fleet has met,
-each with the line that shows it and its fix. Pure: the caller reads the journal (journalctl argv from
-`journal_argv`) and passes the text and, when known, the effective CUDA version cuda_facts computed."""
+each with the line that shows it and its fix. The caller reads the journal (journalctl argv from `journal_argv`) and
+passes the text and, when known, the effective CUDA version cuda_facts computed and its torch_driver verdict
+(`facts_apply` says whether they describe the unit as systemd has it now); `effective_cuda` asks FlashInfer's lookup in
+the unit's own environment through the caller's runner, as flashinfer_rules does."""
 
 from __future__ import annotations
 
+import os
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.nvidia_smi import driver_cuda_version
+from ansible_collections.blackwell.inference.plugins.module_utils import flashinfer_rules
+from ansible_collections.blackwell.inference.plugins.module_utils.commands import SYSTEMD_DEFAULT_PATH
+from ansible_collections.blackwell.inference.plugins.module_utils.nvidia_smi import driver_cuda_version, driver_fix
 
-# (name, pattern, cause, fix); the fix may use {cuda} (the effective CUDA version, or "its CUDA")
+# (name, pattern, cause, fix); the cause may use {cuda} (the effective CUDA version, or "its CUDA"), and the driver
+# cause {torch} and {driver} (the numbers _driver_words finds, else nothing)
 KNOWN = (
     (
         "flashinfer_no_arch",
@@ -45,7 +51,7 @@ KNOWN = (
             r"|CUDA driver version is insufficient for CUDA runtime version"
             r"|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|cudaErrorSystemDriverMismatch"
         ),
-        "torch's CUDA runtime is newer than the driver supports{driver}",
+        "torch's CUDA{torch} runtime is newer than the driver supports{driver}",
         "install a torch built for the driver's CUDA (cuda_facts reports torch's CUDA lane and the driver's) or update the driver",
     ),
 )
@@ -59,9 +65,57 @@ def journal_argv(unit, since_usec=None, lines=400):
     return argv
 
 
-def explain(text, cuda_version=None):
+def facts_apply(expected, unit_env):
+    """Whether facts computed for the environment `expected` (what the role wrote for the unit) describe the unit as
+    systemd has it loaded now (`unit_env`, systemd_env.unit_environment): every key of expected at the same value.
+    A unit put back to another state, or edited since, does not; nothing expected (None) leaves it to the caller."""
+    if expected is None:
+        return True
+    unit_env = unit_env or {}
+    return bool(expected) and all(k in unit_env and str(unit_env[k]) == str(v) for k, v in expected.items())
+
+
+# the causes whose message names the CUDA version FlashInfer's lookup found
+CUDA_CAUSES = ("flashinfer_no_arch", "flashinfer_cuda_gate")
+
+
+def names_cuda(found):
+    """Whether a cause found (explain) would name FlashInfer's CUDA version."""
+    return any(f["name"] in CUDA_CAUSES for f in found)
+
+
+def effective_cuda(unit_env, run, exists=os.path.exists):
+    """The CUDA version FlashInfer's lookup finds in the unit's environment (CUDA_HOME, CUDA_PATH, `which nvcc` on its
+    PATH - systemd's default when it sets none - then /usr/local/cuda; the version from that home's nvcc banner), or
+    None when no nvcc answers there (FlashInfer would fall back to torch's CUDA lane, which is not guessed here)."""
+    env = dict(unit_env or {})
+    env.setdefault("PATH", SYSTEMD_DEFAULT_PATH)
+    try:
+        got = flashinfer_rules.resolve_cuda_version(env, run, None, None, exists=exists)
+    except flashinfer_rules.FlashInferError:
+        return None
+    return got["cuda_version"] if got["cuda_version_source"] == "nvcc" else None
+
+
+def _driver_words(groups, verdict):
+    """(torch, driver, fix) for the driver_too_old cause: the numbers from torch's own line ("found version 12040" is
+    cuDriverGetVersion's integer) and from cuda_facts' torch_driver verdict when it says not ok about that driver."""
+    found = driver_cuda_version(None, int(groups["found"]))[0] if groups.get("found") else None
+    v = verdict if isinstance(verdict, dict) and verdict.get("ok") is False and verdict.get("torch_cuda") and verdict.get("driver_cuda") else None
+    if v and found and found != v["driver_cuda"]:
+        v = None  # the verdict is about another driver than the one the service met
+    driver_cuda = found or (v or {}).get("driver_cuda")
+    return (
+        " %s" % v["torch_cuda"] if v else "",
+        " (the driver supports CUDA %s)" % driver_cuda if driver_cuda else "",
+        driver_fix(v["torch_cuda"], driver_cuda) if v else None,
+    )
+
+
+def explain(text, cuda_version=None, torch_driver=None):
     """The known causes found in TEXT, in the order of KNOWN, each once:
-    [{'name', 'cause', 'fix', 'line'}] where line is the first journal line that shows it."""
+    [{'name', 'cause', 'fix', 'line'}] where line is the first journal line that shows it. cuda_version (FlashInfer's
+    effective CUDA) and torch_driver (cuda_facts' verdict on torch's CUDA against the driver) put numbers in them."""
     lines = (text or "").splitlines()
     cuda = "CUDA %s" % cuda_version if cuda_version else "its CUDA"
     found = []
@@ -70,10 +124,8 @@ def explain(text, cuda_version=None):
             m = pattern.search(line)
             if not m:
                 continue
-            groups = m.groupdict()
-            # torch's "found version" is cuDriverGetVersion's integer (12080 = 12.8)
-            driver = " (the driver supports CUDA %s)" % driver_cuda_version(None, int(groups["found"]))[0] if groups.get("found") else ""
-            found.append({"name": name, "cause": cause.format(cuda=cuda, driver=driver), "fix": fix, "line": line.strip()[:300]})
+            torch, driver, numbered_fix = _driver_words(m.groupdict(), torch_driver) if name == "driver_too_old" else ("", "", None)
+            found.append({"name": name, "cause": cause.format(cuda=cuda, torch=torch, driver=driver), "fix": numbered_fix or fix, "line": line.strip()[:300]})
             break
     return found
 

@@ -129,10 +129,49 @@ def layer(version, env, ccs, unit, predict):
     return res
 
 
+def _cc_key(cc):
+    try:
+        return tuple(int(x) for x in str(cc).split("."))
+    except ValueError:
+        return (float("inf"), str(cc))
+
+
+def mixed_refusal(sglang):
+    """Why one service cannot serve these GPUs, '' when it can: SGLang's workers set different arch lists on GPUs of
+    different compute capabilities (a mixed host), so whatever the unit says, a worker whose FlashInfer import comes
+    after set_cuda_arch() lands in a JIT workspace (e.g. 90a beside 120a) that the one warm-up never fills, and its
+    first sampled request compiles FlashInfer's sampling module cold. No single list can fix that (FlashInfer's own
+    `9.0a 12.0f` matches neither worker, any sglang_service_arch_list matches at most one), so the fix is one service
+    per GPU kind; the message puts the workers' lists and that fix first (the fleet table shows 300 characters)."""
+    by_list = {}
+    for worker in (sglang or {}).get("workers") or []:
+        by_list.setdefault(worker.get("arch_list"), []).append(worker.get("compute_capability"))
+    if len(by_list) < 2:
+        return ""
+    groups = sorted(((sorted(ccs, key=_cc_key), archs) for archs, ccs in by_list.items()), key=lambda g: _cc_key(g[0][0]))
+    ccs = [cc for group, _archs in groups for cc in group]
+    return (
+        "one SGLang %s service over GPUs of CC %s: its set_cuda_arch() sets FLASHINFER_CUDA_ARCH_LIST=%s in its workers. "
+        "Serve each GPU kind by its own service (CUDA_VISIBLE_DEVICES in sglang_service_environment, "
+        "sglang_service_extra_services[].gpus for the others): no one unit environment, FlashInfer's own list or any "
+        "sglang_service_arch_list, lands every worker in the JIT workspace the warm-up fills, so each worker's first "
+        "sampled request would compile FlashInfer's sampling module cold"
+        % (
+            sglang.get("version"),
+            " and ".join(ccs),
+            " and ".join("%s on CC %s" % (archs, "/".join(group)) for group, archs in groups),
+        )
+    )
+
+
 def service_arch_list(own, sglang, override=""):
     """(FLASHINFER_CUDA_ARCH_LIST to write, error): SGLang's value when the venv's SGLang sets one (so both
-    import orders land in one workspace), else FlashInfer's own; an override that disagrees with SGLang's
-    value is refused (error names sglang_service_arch_list)."""
+    import orders land in one workspace), else FlashInfer's own; refused (error) when SGLang's workers on the
+    service's GPUs set different lists (mixed_refusal: an override cannot help), or when an override
+    disagrees with SGLang's value (error names sglang_service_arch_list)."""
+    mixed = mixed_refusal(sglang)
+    if mixed:
+        return None, mixed
     wanted = (sglang or {}).get("arch_list")
     refused = [w for w in (sglang or {}).get("workers") or [] if not w.get("accepted")]
     if wanted and refused and not override:

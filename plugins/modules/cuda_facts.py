@@ -192,6 +192,22 @@ ansible_facts:
           type: dict
           returned: always
           sample: {version: 2.14.1+cu130, cuda: "13.0"}
+        torch_driver:
+          description:
+            - Whether the venv's torch CUDA runtime fits the driver, compared as MAJOR.MINOR - C(torch_cuda) (the
+              C(torch.cuda) lane), C(driver_cuda) (C(driver.cuda_version)), C(ok) and C(msg) (why, and when not ok the
+              fix - a driver that supports torch's CUDA, or a torch built for CUDA <= the driver's).
+            - C(ok) is true when torch's CUDA is not newer than the driver supports, false when it is (a newer major is
+              refused outright; a newer minor of the same major would run only under CUDA minor-version compatibility,
+              without PTX JIT of torch's newer code, and counts as not ok), null when either side is unknown (no torch,
+              a CPU or ROCm torch, no driver, a driver branch whose CUDA is not known).
+            - O(torch_cuda) is not judged; only a torch found in O(venv) is.
+          type: dict
+          returned: always
+          sample: {torch_cuda: "12.8", driver_cuda: "12.4", ok: false,
+                   msg: "torch 2.9.1+cu128 is built for CUDA 12.8, newer than driver 550.127.05 supports (CUDA 12.4): ...;
+                         fix: upgrade the NVIDIA driver to one that supports CUDA 12.8 (R570 or later), or pin a torch
+                         built for CUDA <= 12.4 (a +cuXYZ wheel no newer than cu124)"}
         flashinfer:
           description:
             - What FlashInfer would compute - C(version), C(rules) (version band), C(cuda_home),
@@ -223,7 +239,9 @@ ansible_facts:
               the service role's drop-in, then the rest, by name (C(managed) for the first two groups) -
               C(unit), C(managed), C(active) and C(sub) (its systemd state), C(venv), C(packages), C(flashinfer),
               C(sglang), C(cuda_home), C(cuda_version), C(target_archs) (the unit's environment), C(worker_archs) (in
-              SGLang's workers), C(orders_agree), C(accepted), C(error) and C(symptom) (how it would crash).
+              SGLang's workers), C(orders_agree), C(accepted), C(error), C(cold_jit) (why an accepted unit's SGLang
+              workers would still compile FlashInfer cold - several GPU kinds in one service, or a unit environment
+              whose JIT workspace is not the workers' - empty when they would not) and C(symptom) (how it would crash).
           type: list
           elements: dict
           returned: when services is true

@@ -16,7 +16,9 @@ description:
     (seconds, not the whole timeout) and the failure says why, in systemd's words.
   - When the wait fails and O(unit) is given, the unit's journal since its last start is read for the causes this fleet
     has met (FlashInfer's empty arch set or CUDA gate, a JIT build without C(curand.h), an OOM kill, a driver older
-    than torch's CUDA); each one found is named in the message with its journal line and its fix.
+    than torch's CUDA); each one found is named in the message with its journal line and its fix. FlashInfer's causes
+    name the CUDA version its lookup found (O(cuda_version), or the unit's own environment's), the driver's names
+    torch's CUDA and the driver's when O(torch_driver) says so.
   - With O(sample_url), an answer of O(url) is not enough - one sampled request (SGLang's C(/generate) with
     temperature > 0) must then succeed too. SGLang's C(/health) generates greedily and never touches FlashInfer's
     sampling kernels, the path that crashed in the incident; the sampled request takes them in the service's own
@@ -70,7 +72,25 @@ options:
     description:
       - The CUDA version FlashInfer computes in the unit's environment (cuda_facts), named in the explanation of a
         failure whose journal shows FlashInfer's CUDA gate.
+      - Omitted, or not applying to the unit (O(environment)), the version FlashInfer's lookup finds in the unit's
+        environment as systemd has it loaded is named instead (C(CUDA_HOME), C(CUDA_PATH), C(which nvcc) on its
+        C(PATH), C(/usr/local/cuda); that home's C(nvcc --version)), when a C(nvcc) answers there.
     type: str
+  torch_driver:
+    description:
+      - cuda_facts' C(torch_driver) verdict for the service's venv (C(torch_cuda), C(driver_cuda), C(ok)). When it is
+        not ok, a journal that shows torch's CUDA runtime newer than the driver names both versions and the fix with
+        them.
+    type: dict
+    version_added: 0.4.0
+  environment:
+    description:
+      - The environment O(cuda_version) and O(torch_driver) were computed for (the one the role wrote for the unit).
+        Given, they are named only when the unit's environment as systemd has it loaded now (C(Environment=),
+        C(EnvironmentFile=)) has each of these keys at this value - a unit put back to another state, or edited since,
+        keeps the journal's own words. Omitted, they are named as given.
+    type: dict
+    version_added: 0.4.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -146,6 +166,7 @@ import urllib.error
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, systemd_env
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health
 from ansible_collections.blackwell.inference.plugins.module_utils import service_journal as journal
 
@@ -196,6 +217,8 @@ def main():
             "sample_body": {"type": "dict"},
             "sample_timeout": {"type": "int", "default": 300},
             "cuda_version": {"type": "str"},
+            "torch_driver": {"type": "dict"},
+            "environment": {"type": "dict"},
         },
         required_by={"sample_url": "sample_body"},
         supports_check_mode=True,
@@ -243,7 +266,7 @@ def finish(module, p, end):
         msg = health.failure(p["url"], p["timeout"], end["seconds"], end["status"], end["props"], end["reason"])
     extra = {"sample": end["sample"]} if end["sample"] else {}
     if p["unit"]:
-        extra.update(explain_failure(module, p["unit"], p["cuda_version"]))
+        extra.update(explain_failure(module, p["unit"], p["cuda_version"], p["torch_driver"], p["environment"]))
         if extra["causes"]:
             msg += "; its journal says why: " + journal.summary(extra["causes"])
     result = dict(msg=msg, answered=False, status=end["status"], seconds=end["seconds"], unit_state=end["props"], gave_up=end["reason"], **extra)
@@ -252,8 +275,9 @@ def finish(module, p, end):
     module.exit_json(changed=False, **result)
 
 
-def explain_failure(module, unit, cuda_version):
-    """The known causes in the unit's journal since its last start (what journalctl keeps, when it never started).
+def explain_failure(module, unit, cuda_version, torch_driver=None, environment=None):
+    """The known causes in the unit's journal since its last start (what journalctl keeps, when it never started),
+    with cuda_version and torch_driver when they describe the unit as systemd has it now (environment).
     A journal that cannot be read does not hide the failure being reported: its command's rc/stderr come along."""
 
     def run(argv):
@@ -267,7 +291,14 @@ def explain_failure(module, unit, cuda_version):
     out, error = run(journal.journal_argv(unit, health.parse_start(shown)))
     if error:
         return {"causes": [], "journal_error": error}
-    return {"causes": journal.explain(out, cuda_version)}
+    unit_env, _notes = systemd_env.unit_environment(systemd_env.parse_show(shown), systemd_env.read_text)
+    if not journal.facts_apply(environment, unit_env):
+        cuda_version = torch_driver = None
+    causes = journal.explain(out, cuda_version, torch_driver)
+    if not cuda_version and journal.names_cuda(causes):  # what FlashInfer's lookup finds in the unit's own environment
+        cuda_version = journal.effective_cuda(unit_env, commands.module_runner(module))
+        causes = journal.explain(out, cuda_version, torch_driver) if cuda_version else causes
+    return {"causes": causes}
 
 
 if __name__ == "__main__":

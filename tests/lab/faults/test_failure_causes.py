@@ -196,6 +196,12 @@ def test_sglang_moves_a_worker_off_a_unit_at_12_0f_into_the_workspace_of_its_own
     assert report["environment"]["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"  # the fault hit: the unit says 12.0f
     assert report["sglang"] == {"version": "0.5.23", "arch_list_before": "12.0f", "arch_list_after": "12.0a"}
     assert report["target_archs"] == ["120a"] and report["cache_dir"].endswith("/.cache/flashinfer/0.7.4/120a")
+    # and verify's census says so: FlashInfer accepts the unit, but its workers land where the warm-up never was
+    _rc, out, _recap = playbook("--tags", "verify")
+    no_traceback(out)
+    line = [x for x in out.splitlines() if "flashinfer service %s (active, this role's)" % UNIT in x]
+    assert line and "archs 120f (SGLang's workers: 120a): ACCEPTED; but SGLang 0.5.23's workers set FLASHINFER_CUDA_ARCH_LIST=12.0a" in line[0], out[-4000:]
+    assert "/.cache/flashinfer/0.7.4/120a, not the one the unit's environment names" in line[0], line[0]
 
 
 def test_the_seeds_incident_is_named_by_verify_with_its_fix(run):

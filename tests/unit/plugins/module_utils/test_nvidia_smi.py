@@ -3,6 +3,7 @@
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils import nvidia_smi as ns
+from ansible_collections.blackwell.inference.plugins.module_utils import venv_info
 
 UUID = "GPU-5d1b2c3e-8f4a-4b6c-9d0e-%012d"
 
@@ -128,3 +129,71 @@ def test_driver_cuda_version(driver, api, want):
 )
 def test_open_kernel_module(text, want):
     assert ns.parse_proc_version(text) is want
+
+
+# torch/version.py as the wheels ship it (2.9.1+cu128 from download.pytorch.org/whl/cu128, the CPU build of this machine)
+def torch_version_py(version, cuda):
+    return (
+        "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'rocm', 'xpu']\n"
+        "__version__ = '%s'\ndebug = False\ncuda: Optional[str] = %s\nhip: Optional[str] = None\n" % (version, "'%s'" % cuda if cuda else "None")
+    )
+
+
+def driver_facts(stdout, rc=0):
+    """The driver facts cuda_measure.gather_gpus makes of one nvidia-smi answer."""
+    if rc:
+        present, error = ns.classify_failure(rc, stdout, "")
+        return {"present": present, "version": None, "cuda_version": None, "cuda_version_source": None, "error": error}
+    version = ns.parse_query(stdout)[0]["driver_version"]
+    cuda, source = ns.driver_cuda_version(version)
+    return {"present": True, "version": version, "cuda_version": cuda, "cuda_version_source": source, "error": None}
+
+
+R580 = driver_facts(OUTPUTS[0][1])  # ct200: 580.95.05
+R570 = driver_facts(OUTPUTS[1][1])  # B200: 570.124.06
+R550 = driver_facts(OUTPUTS[3][1])  # L40S: 550.127.05
+R999 = driver_facts("0, NVIDIA RTX PRO 6000 Blackwell Server Edition, %s, 12.0, 999.10.01, 97887\n" % (UUID % 0))
+NO_DRIVER = driver_facts("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", rc=9)
+
+
+def torch(version, cuda):
+    v, c = venv_info.parse_torch_version_py(torch_version_py(version, cuda))
+    return {"version": v, "cuda": c}
+
+
+@pytest.mark.parametrize(
+    "torch_,driver,ok,words",
+    [
+        (torch("2.9.1+cu128", "12.8"), R580, True, ["CUDA 12.8 runtime is within what driver 580.95.05 supports (CUDA 13.0)"]),
+        (torch("2.14.1+cu130", "13.0"), R580, True, ["within"]),
+        (torch("2.9.1+cu128", "12.8"), R570, True, ["(CUDA 12.8)"]),
+        (
+            torch("2.9.1+cu128", "12.8"),
+            R550,
+            False,
+            [
+                "built for CUDA 12.8, newer than driver 550.127.05 supports (CUDA 12.4)",
+                "minor-version compatibility",
+                "upgrade the NVIDIA driver to one that supports CUDA 12.8 (R570 or later)",
+                "pin a torch built for CUDA <= 12.4",
+                "cu124",
+            ],
+        ),
+        (torch("2.14.1+cu130", "13.0"), R570, False, ["a CUDA 13 runtime refuses a CUDA 12 driver", "(R580 or later)", "CUDA <= 12.8"]),
+        (torch("2.13.0+cpu", None), R580, None, ["torch 2.13.0+cpu has no CUDA runtime"]),
+        (torch("2.9.1+cu128", "12.8"), NO_DRIVER, None, ["no NVIDIA driver answered", "cannot talk to the NVIDIA driver"]),
+        (None, R580, None, ["no torch in the venv"]),
+        (torch("2.9.1+cu128", "12.8"), R999, None, ["driver 999.10.01 supports is not known (unknown driver branch R999)"]),
+    ],
+)
+def test_torch_driver(torch_, driver, ok, words):
+    got = ns.torch_driver(torch_, driver)
+    assert got["ok"] is ok
+    assert got["torch_cuda"] == (torch_ or {}).get("cuda") and got["driver_cuda"] == driver["cuda_version"]
+    for word in words:
+        assert word in got["msg"], got["msg"]
+
+
+@pytest.mark.parametrize("cuda,branch", [("12.8", 570), ("12.9", 575), ("13.0", 580), ("12.4", 550), ("13.2", None), (None, None)])
+def test_oldest_branch_for(cuda, branch):
+    assert ns.oldest_branch_for(cuda) == branch

@@ -109,3 +109,42 @@ def test_show_argv_asks_every_loaded_service_once():
     argv = sc.show_argv()
     assert argv[:4] == ["systemctl", "show", "--no-pager", "--type=service"] and argv[-2:] == ["--", "*.service"]
     assert "--property=ExecStart" in argv and "--property=Environment" in argv and "--property=DropInPaths" in argv
+
+
+def _worker(cc, arch_list, same, accepted=True, cache="/var/cache/sglang/jit/x/.cache/flashinfer/0.7.4/120a"):
+    return {"compute_capability": cc, "arch_list": arch_list, "accepted": accepted, "same_workspace": same, "cache_dir": cache}
+
+
+@pytest.mark.parametrize(
+    "sglang,want",
+    [
+        (None, ""),  # no SGLang: FlashInfer's own list holds, the warm-up fills the unit's workspace
+        ({"version": "0.5.23", "workers": [_worker("12.0", "12.0a", True)]}, ""),  # the role's environment (12.0a)
+        # ct200's unit left at FlashInfer's own 12.0f: its workers move to 120a, which the warm-up never fills
+        (
+            {"version": "0.5.23", "workers": [_worker("12.0", "12.0a", False)]},
+            "SGLang 0.5.23's workers set FLASHINFER_CUDA_ARCH_LIST=12.0a and use JIT workspace "
+            "/var/cache/sglang/jit/x/.cache/flashinfer/0.7.4/120a, not the one the unit's environment names",
+        ),
+        # one service over H100s and RTX PRO 6000s: no unit environment helps, one service per GPU kind
+        (
+            {"version": "0.5.23", "workers": [_worker("9.0", "9.0a", False), _worker("12.0", "12.0a", True)]},
+            "one SGLang 0.5.23 service over GPUs of CC 9.0 and 12.0: its set_cuda_arch() sets FLASHINFER_CUDA_ARCH_LIST=9.0a on CC 9.0",
+        ),
+        ({"version": "0.5.23", "workers": [_worker("12.1", "12.1a", False, accepted=False)]}, ""),  # refused: the verdict says so
+    ],
+)
+def test_cold_jit_names_why_an_accepted_services_workers_compile_cold(sglang, want):
+    got = sc.cold_jit(sglang)
+    assert got.startswith(want) if want else got == ""
+
+
+def test_an_unmanaged_service_over_two_gpu_kinds_is_accepted_but_named_cold():
+    mixed = {"version": "0.5.23", "orders_agree": False, "workers": [_worker("9.0", "9.0a", False), _worker("12.0", "12.0a", False)]}
+    rows = sc.census(sc.parse_records(SHOW), "sglang-k26.service", VENVS.get, lambda record, venv: (ACCEPTED_120A, mixed))
+    assert [(r["unit"], r["accepted"], r["cold_jit"][:34]) for r in rows] == [
+        ("sglang-k26.service", True, "one SGLang 0.5.23 service over GPU"),
+        ("sglang-eagle3.service", True, "one SGLang 0.5.23 service over GPU"),
+    ]
+    refused = sc.census(sc.parse_records(SHOW), "sglang-k26.service", VENVS.get, judge)
+    assert [r["cold_jit"] for r in refused] == ["", ""]  # SGLANG_OK agrees; the refused 12.8 unit has its error instead

@@ -3,6 +3,7 @@
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health as sh
+from ansible_collections.blackwell.inference.plugins.module_utils import systemd_env
 
 RUNNING = "Result=success\nNRestarts=0\nExecMainStatus=0\nActiveState=active\nSubState=running\n"
 # Restart=on-failure, the process exited 2: waiting for its restart, then restarted once
@@ -58,8 +59,32 @@ def test_failure_names_the_timeout_or_the_reason_and_the_unit_state():
     )
 
 
-def test_start_argv_asks_for_unix_time():
-    assert sh.start_argv("sglang-k26.service") == ["systemctl", "show", "sglang-k26.service", "--timestamp=unix", "-p", "ExecMainStartTimestamp"]
+def test_start_argv_asks_for_unix_time_and_the_environment():
+    assert sh.start_argv("sglang-k26.service") == [
+        "systemctl",
+        "show",
+        "sglang-k26.service",
+        "--timestamp=unix",
+        "-p",
+        "ExecMainStartTimestamp",
+        "-p",
+        "Environment",
+        "-p",
+        "EnvironmentFiles",
+    ]
+
+
+def test_the_answer_of_start_argv():
+    # systemd 252's answer to that call (the role's drop-in and its secrets file)
+    shown = (
+        "ExecMainStartTimestamp=@1764597600\n"
+        "Environment=CUDA_HOME=/usr/local/cuda-13.0 FLASHINFER_CUDA_ARCH_LIST=12.0a "
+        "FLASHINFER_WORKSPACE_BASE=/var/cache/sglang/jit/2c26817414e442ed PATH=/usr/local/cuda-13.0/bin:/opt/sglang/current/bin:/usr/bin:/bin\n"
+        "EnvironmentFiles=/etc/blackwell-inference/sglang-k26.secrets.env (ignore_errors=no)\n"
+    )
+    assert sh.parse_start(shown) == 1764597600000000
+    env, _notes = systemd_env.unit_environment(systemd_env.parse_show(shown), lambda path: "HF_HOME=/data/hf\n")
+    assert env["CUDA_HOME"] == "/usr/local/cuda-13.0" and env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0a" and env["HF_HOME"] == "/data/hf"
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,8 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils import service_journal as sj
 
+from .fakehost import NVCC_12_8, NVCC_13_0, FakeHost
+
 # the seeds' incident: CUDA 12.8 won FlashInfer's lookup, GPU detection failed quietly, the first JIT module refused
 NO_ARCH = """\
 [2026-03-03 10:12:01] Failed to get device capability: SM 12.x requires CUDA >= 12.9.
@@ -100,3 +102,88 @@ def test_journal_argv_is_an_argument_list_since_the_last_start():
         "@1796116237.542123",
     ]
     assert "--since" not in sj.journal_argv("x.service")
+
+
+# cuda_facts' torch_driver verdicts (nvidia_smi.torch_driver) for a cu128 torch on R550 (12.4) and on R580 (13.0)
+CU128_ON_R550 = {"torch_cuda": "12.8", "driver_cuda": "12.4", "ok": False, "msg": "torch 2.9.1+cu128 is built for CUDA 12.8, ..."}
+CU128_ON_R580 = {"torch_cuda": "12.8", "driver_cuda": "13.0", "ok": True, "msg": "within"}
+CPU_TORCH = {"torch_cuda": None, "driver_cuda": "13.0", "ok": None, "msg": "no CUDA runtime"}
+# torch's warning with R550's cuDriverGetVersion (12040)
+DRIVER_R550 = DRIVER.replace("12080", "12040")
+
+
+@pytest.mark.parametrize(
+    "text,verdict,cause,fix",
+    [
+        # the verdict puts torch's CUDA and the driver's in the cause and the fix
+        (
+            RUNTIME,
+            CU128_ON_R550,
+            "torch's CUDA 12.8 runtime is newer than the driver supports (the driver supports CUDA 12.4)",
+            "upgrade the NVIDIA driver to one that supports CUDA 12.8 (R570 or later), or pin a torch built for CUDA <= 12.4",
+        ),
+        (DRIVER_R550, CU128_ON_R550, "torch's CUDA 12.8 runtime is newer than the driver supports (the driver supports CUDA 12.4)", "(R570 or later)"),
+        # the journal's driver (12.8) is not the verdict's (12.4): the verdict is about another state, the journal's number stays
+        (DRIVER, CU128_ON_R550, "torch's CUDA runtime is newer than the driver supports (the driver supports CUDA 12.8)", "torch's CUDA lane"),
+        # a verdict that is ok or unknown says nothing the journal does not
+        (RUNTIME, CU128_ON_R580, "torch's CUDA runtime is newer than the driver supports", "torch's CUDA lane"),
+        (RUNTIME, CPU_TORCH, "torch's CUDA runtime is newer than the driver supports", "torch's CUDA lane"),
+        (RUNTIME, None, "torch's CUDA runtime is newer than the driver supports", "torch's CUDA lane"),
+    ],
+)
+def test_driver_cause_names_the_verdicts_numbers(text, verdict, cause, fix):
+    (found,) = sj.explain(text, None, verdict)
+    assert found["name"] == "driver_too_old"
+    assert found["cause"] == cause
+    assert fix in found["fix"]
+
+
+def test_other_causes_ignore_the_verdict():
+    assert sj.explain(GATE, "13.0", CU128_ON_R550) == sj.explain(GATE, "13.0")
+
+
+# the role's environment and the unit's as systemd has it loaded (systemctl show -p Environment, parsed)
+ROLE_ENV = {"CUDA_HOME": "/usr/local/cuda-13.0", "PATH": "/usr/local/cuda-13.0/bin:/opt/sglang/current/bin:/usr/bin:/bin", "FLASHINFER_CUDA_ARCH_LIST": "12.0a"}
+SEED_ENV = {"PATH": "/usr/local/cuda-12.8/bin:/root/venv_sglang211/bin:/usr/bin:/bin", "HF_HOME": "/data/hf"}
+
+
+@pytest.mark.parametrize(
+    "expected,unit_env,applies",
+    [
+        (ROLE_ENV, dict(ROLE_ENV, HF_HOME="/data/hf"), True),  # the unit runs what the role wrote (and more)
+        (ROLE_ENV, SEED_ENV, False),  # put back to the seeds' 12.8 PATH: the journal's own words
+        (ROLE_ENV, dict(ROLE_ENV, CUDA_HOME="/usr/local/cuda-12.8"), False),  # edited since
+        (ROLE_ENV, {}, False),
+        ({}, ROLE_ENV, False),  # nothing to tell: not vouched for
+        (None, SEED_ENV, True),  # no environment given: the caller vouches
+    ],
+)
+def test_facts_apply(expected, unit_env, applies):
+    assert sj.facts_apply(expected, unit_env) is applies
+
+
+# ct200's toolkits as FlashInfer's lookup meets them: 12.8 behind /usr/local/cuda, 13.0 side by side
+CT200 = FakeHost(
+    files={"/usr/local/cuda-12.8/bin/nvcc": NVCC_12_8, "/usr/local/cuda/bin/nvcc": NVCC_12_8, "/usr/local/cuda-13.0/bin/nvcc": NVCC_13_0},
+    dirs={"/usr/local/cuda"},
+)
+
+
+@pytest.mark.parametrize(
+    "unit_env,cuda",
+    [
+        (ROLE_ENV, "13.0"),  # CUDA_HOME first
+        (SEED_ENV, "12.8"),  # the seeds' unit: nvcc 12.8 first on its PATH
+        ({"CUDA_PATH": "/usr/local/cuda-12.8"}, "12.8"),
+        ({}, "12.8"),  # systemd's default PATH has no nvcc: /usr/local/cuda
+        ({"CUDA_HOME": "/opt/no-such-cuda"}, None),  # no nvcc answers there: FlashInfer would take torch's lane, not guessed
+    ],
+)
+def test_effective_cuda_in_the_units_environment(unit_env, cuda):
+    assert sj.effective_cuda(unit_env, CT200, exists=CT200.exists) == cuda
+
+
+def test_the_seeds_incident_names_the_cuda_of_the_units_own_environment():
+    found = sj.explain(NO_ARCH, sj.effective_cuda(SEED_ENV, CT200, exists=CT200.exists))
+    assert sj.names_cuda(found) and "a CUDA version lookup that found CUDA 12.8" in found[0]["cause"]
+    assert not sj.names_cuda(sj.explain(OOM + CURAND))

@@ -74,6 +74,28 @@ def test_the_first_refusal_wins(name, cuda_home, arch_list, check_mode, error):
         assert set(got) == {"error"}
 
 
+def _mixed():
+    """The captured answer with four CC 9.0 GPUs beside the CC 12.0 ones, as cuda_facts reports a mixed host: FlashInfer's
+    own list covers both (9.0a 12.0f), SGLang's workers set 9.0a and 12.0a, no single list."""
+    answer = facts("13.0-sglang")
+    answer["compute_capabilities"] = ["12.0", "9.0"]
+    answer["flashinfer"]["target_archs"] = ["90a", "120f"]
+    worker = dict(answer["sglang"]["workers"][0], compute_capability="9.0", arch_list="9.0a", target_archs=["90a"])
+    answer["sglang"].update(arch_list=None, workers=[*answer["sglang"]["workers"], worker])
+    return answer
+
+
+@pytest.mark.parametrize("arch_list", ["", "9.0a 12.0f", "12.0a"])
+def test_a_mixed_host_is_refused_before_any_change_whatever_the_override(arch_list):
+    got = service_plan.plan(_mixed(), CUDA13, VENV, CACHE, arch_list)
+    assert set(got) == {"error"} and got["error"].startswith(
+        "one SGLang 0.5.23 service over GPUs of CC 9.0 and 12.0: its set_cuda_arch() sets FLASHINFER_CUDA_ARCH_LIST=9.0a on CC 9.0 and "
+        "12.0a on CC 12.0 in its workers. Serve each GPU kind by its own service (CUDA_VISIBLE_DEVICES in sglang_service_environment"
+    ), got
+    choice = service_plan.arch_choice(["90a", "120f"], _mixed()["sglang"], arch_list)
+    assert choice["archs"] == "" and choice["error"] == got["error"]
+
+
 def test_a_check_run_without_the_venv_is_not_refused_for_it():
     answer = facts("no-flashinfer")
     answer["venv"] = None

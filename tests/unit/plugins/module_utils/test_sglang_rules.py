@@ -146,3 +146,53 @@ def test_the_workspace_default_expands_the_home_as_sglang_does(cache_dir, base):
 def test_service_arch_list(own, sglang, override, want, error):
     got, err = sglang_rules.service_arch_list(own, sglang, override)
     assert got == want and ((error in err) if error else err is None)
+
+
+def _workers(*ccs):
+    return [{"compute_capability": cc, "arch_list": sglang_rules.worker_arch_list(cc), "accepted": True} for cc in ccs]
+
+
+MIXED = (
+    "one SGLang 0.5.23 service over GPUs of CC 9.0 and 12.0: its set_cuda_arch() sets FLASHINFER_CUDA_ARCH_LIST=9.0a on CC 9.0 and "
+    "12.0a on CC 12.0 in its workers. "
+)
+
+
+# A mixed host: SGLang's workers set one list per GPU kind, so no one unit list lands every worker in the warmed
+# workspace; refused (an override cannot help), the fix named: one service per GPU kind (CUDA_VISIBLE_DEVICES)
+@pytest.mark.parametrize(
+    "sglang, override, want, error",
+    [
+        ({"version": "0.5.23", "arch_list": "12.0a", "workers": _workers("12.0")}, "", "12.0a", None),  # one kind
+        ({"version": "0.5.23", "arch_list": None, "workers": _workers("12.0", "9.0")}, "", None, MIXED),
+        ({"version": "0.5.23", "arch_list": None, "workers": _workers("9.0", "12.0")}, "9.0a 12.0a", None, MIXED),  # no override fits
+        ({"version": "0.5.23", "arch_list": None, "workers": _workers("12.0", "9.0")}, "12.0a", None, MIXED),
+        (
+            {"version": "0.5.23", "arch_list": None, "workers": _workers("12.0", "8.9", "9.0")},
+            "",
+            None,
+            "one SGLang 0.5.23 service over GPUs of CC 8.9 and 9.0 and 12.0: its set_cuda_arch() sets FLASHINFER_CUDA_ARCH_LIST=8.9 on CC 8.9 and "
+            "9.0a on CC 9.0 and 12.0a on CC 12.0 in its workers",
+        ),
+        ({"version": "0.5.4", "arch_list": None, "workers": []}, "", "9.0a 12.0f", None),  # TORCH_CUDA_ARCH_LIST only: FlashInfer's own holds
+        ({"version": "0.5.23", "arch_list": None, "workers": []}, "", "9.0a 12.0f", None),  # SGLANG_IS_FLASHINFER_AVAILABLE off
+        (None, "", "9.0a 12.0f", None),  # no SGLang in the venv
+    ],
+)
+def test_a_mixed_host_is_refused_and_names_one_service_per_gpu_kind(sglang, override, want, error):
+    got, err = sglang_rules.service_arch_list("9.0a 12.0f", sglang, override)
+    assert got == want and (err.startswith(error) if error else err is None), err
+    if error:
+        assert "CUDA_VISIBLE_DEVICES in sglang_service_environment" in err and "sglang_service_extra_services[].gpus" in err
+        assert "sglang_service_arch_list" in err and "compile FlashInfer's sampling module cold" in err
+
+
+def test_a_mixed_host_from_the_layer_is_refused_before_any_list_is_chosen():
+    """The layer's own answer for CC 9.0 + 12.0 (the lab's mixed double): two workers, two lists, refused."""
+    predict = _predict()
+    env = dict(UNIT)
+    res = sglang_rules.layer("0.5.23", env, ["12.0"] * 4 + ["9.0"] * 4, predict(env, ["12.0", "9.0"]), predict)
+    assert sglang_rules.mixed_refusal(res).startswith(MIXED)
+    assert sglang_rules.service_arch_list("9.0a 12.0f", res) == (None, sglang_rules.mixed_refusal(res))
+    one = sglang_rules.layer("0.5.23", env, ["12.0"] * 4, predict(env, ["12.0"]), predict)
+    assert sglang_rules.mixed_refusal(one) == "" and sglang_rules.service_arch_list("12.0f", one) == ("12.0a", None)
