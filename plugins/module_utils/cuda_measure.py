@@ -143,6 +143,44 @@ def gather_services(run, gpus, managed_unit, home_dir):
     return service_census.census(service_census.parse_records(res.stdout), managed_unit, read_venv, judge)
 
 
+# the options another module's `facts` takes (service_probe's, service_health's), as cuda_facts names them
+FACTS_DEFAULTS = {
+    "nvidia_smi": "nvidia-smi",
+    "environment": {},
+    "unit": None,
+    "venv": None,
+    "venv_optional": False,
+    "flashinfer_version": None,
+    "toolkit_root": "/usr/local",
+    "services": False,
+}
+
+
+def facts_options(given, known):
+    """cuda_facts' options from a module's `facts` dict, limited to `known`, with cuda_facts' defaults. Raises
+    MeasureError naming any other option."""
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise MeasureError("facts: unsupported option(s) %s (known: %s)" % (", ".join(unknown), ", ".join(known)))
+    p = {k: FACTS_DEFAULTS[k] for k in known}
+    p.update(given)
+    return p
+
+
+def in_unit(module, run, p, boolean, home_dir):
+    """(blackwell_cuda, env) as cuda_facts gives them for p: the measure in the unit's environment (p's environment
+    over it) and, with p["services"], every FlashInfer service on the host. `boolean` reads a bool option (the
+    module's). Raises MeasureError; fails the module when the unit cannot be read."""
+    for key in ("venv_optional", "services"):
+        if key in p:
+            p[key] = boolean(p[key])
+    env, env_notes = systemd_env.service_environment(module, run, p.get("unit"), p.get("environment") or {})
+    facts = measure(run, p, env, env_notes, home_dir)
+    if p.get("services"):
+        facts["services"] = gather_services(run, facts["gpus"], p.get("unit"), home_dir)
+    return facts, env
+
+
 def measure(run, p, env, env_notes, home_dir):
     """blackwell_cuda for p (nvidia_smi, toolkit_root, and optionally venv, venv_optional, flashinfer_version,
     torch_cuda) in env. Raises MeasureError."""

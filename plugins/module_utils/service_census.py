@@ -84,12 +84,12 @@ def cold_jit(sglang):
     moved = [w for w in (sglang or {}).get("workers") or [] if w.get("accepted") and w.get("same_workspace") is False]
     if not moved:
         return ""
-    lists = sorted({w.get("arch_list") for w in moved if w.get("arch_list")})
+    lists = " / ".join(sorted({w.get("arch_list") for w in moved if w.get("arch_list")}))
+    workspaces = ", ".join(sorted({w.get("cache_dir") or "?" for w in moved}))
     return (
         "SGLang %s's workers set FLASHINFER_CUDA_ARCH_LIST=%s and use JIT workspace %s, not the one the unit's "
         "environment names: each worker's first sampled request compiles FlashInfer's sampling module cold "
-        "(set the unit's FLASHINFER_CUDA_ARCH_LIST to %s)"
-        % (sglang.get("version"), " / ".join(lists) or "?", ", ".join(sorted({w.get("cache_dir") or "?" for w in moved})), " / ".join(lists) or "SGLang's")
+        "(set the unit's FLASHINFER_CUDA_ARCH_LIST to %s)" % (sglang.get("version"), lists or "?", workspaces, lists or "SGLang's")
     )
 
 

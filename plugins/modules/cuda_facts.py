@@ -266,7 +266,6 @@ from ansible_collections.blackwell.inference.plugins.module_utils import (
     cuda_measure,
     flashinfer_probe,
     flashinfer_rules,
-    systemd_env,
 )
 
 
@@ -290,18 +289,10 @@ def run_module():
     if p["probe"] and not p["venv"]:
         module.fail_json(msg="probe=true needs venv (the Python that runs FlashInfer)")
     run = commands.CachingRunner(commands.module_runner(module))
-    env, env_notes = systemd_env.service_environment(module, run, p["unit"], p["environment"])
-
-    home_dir = pwd.getpwuid(os.getuid()).pw_dir
     try:
-        facts = cuda_measure.measure(run, p, env, env_notes, home_dir)
+        facts, env = cuda_measure.in_unit(module, run, dict(p), module.boolean, pwd.getpwuid(os.getuid()).pw_dir)
     except cuda_measure.MeasureError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
-    if p["services"]:
-        try:
-            facts["services"] = cuda_measure.gather_services(run, facts["gpus"], p["unit"], home_dir)
-        except cuda_measure.MeasureError as exc:
-            module.fail_json(msg=exc.msg, **exc.result)
     venv, flashinfer = facts["venv"], facts["flashinfer"]
     ccs = flashinfer_rules.visible_ccs(facts["gpus"], env)
     if p["probe"]:

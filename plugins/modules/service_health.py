@@ -91,6 +91,14 @@ options:
         keeps the journal's own words. Omitted, they are named as given.
     type: dict
     version_added: 0.4.0
+  facts:
+    description:
+      - Gather C(blackwell_cuda) too when the wait ends, with these options of M(blackwell.inference.cuda_facts)
+        (C(nvidia_smi), C(unit), C(venv), C(venv_optional), C(flashinfer_version), C(toolkit_root), C(services)), so a
+        play's summary after the health check needs no call of its own. Omitted, no facts are returned.
+      - The facts' C(nvcc) answers also serve the journal's explanation (one C(nvcc --version) per toolkit).
+    type: dict
+    version_added: 0.4.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -157,18 +165,26 @@ journal_error:
   description: The command (C(cmd), C(rc), C(stdout), C(stderr)) that could not read the unit's journal.
   returned: when the journal could not be read
   type: dict
+ansible_facts:
+  description: With O(facts), C(blackwell_cuda) as M(blackwell.inference.cuda_facts) returns it, read when the wait ended.
+  returned: when facts is given
+  type: dict
 """
 
 import json
+import os
+import pwd
 import time
 import urllib.error
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, systemd_env
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health
 from ansible_collections.blackwell.inference.plugins.module_utils import service_journal as journal
+
+FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
 
 
 def ask(url, timeout):
@@ -219,6 +235,7 @@ def main():
             "cuda_version": {"type": "str"},
             "torch_driver": {"type": "dict"},
             "environment": {"type": "dict"},
+            "facts": {"type": "dict"},
         },
         required_by={"sample_url": "sample_body"},
         supports_check_mode=True,
@@ -236,6 +253,19 @@ def main():
             module.fail_json(msg="systemctl show %s failed" % p["unit"], rc=rc, stdout=out, stderr=err)
         return health.parse_show(out)
 
+    # one runner for the facts and the journal's CUDA lookup: each nvcc answers once
+    run = commands.CachingRunner(commands.module_runner(module))
+
+    def facts_now():
+        if p["facts"] is None:
+            return {}
+        try:
+            given = cuda_measure.facts_options(p["facts"], FACTS_OPTIONS)
+            facts = cuda_measure.in_unit(module, run, given, module.boolean, pwd.getpwuid(os.getuid()).pw_dir)[0]
+        except cuda_measure.MeasureError as exc:
+            module.fail_json(msg=exc.msg, **exc.result)
+        return {"ansible_facts": {"blackwell_cuda": facts}}
+
     start = time.monotonic()
     restarts_before = unit_state().get("NRestarts", 0)
     props, reason = {}, None
@@ -243,30 +273,31 @@ def main():
         status = ask(p["url"], p["request_timeout"])
         seconds = round(time.monotonic() - start, 1)
         if status == 200 and not p["sample_url"]:
-            module.exit_json(changed=False, answered=True, status=status, seconds=seconds, unit_state=unit_state(), gave_up=None)
+            module.exit_json(changed=False, answered=True, status=status, seconds=seconds, unit_state=unit_state(), gave_up=None, **facts_now())
         if status == 200:  # alive: now the sampled request, once
             sampled = sample(p["sample_url"], p["sample_body"], p["sample_timeout"])
             seconds = round(time.monotonic() - start, 1)
             if sampled["ok"]:
-                module.exit_json(changed=False, answered=True, status=sampled["status"], seconds=seconds, unit_state=unit_state(), gave_up=None, sample=sampled)
-            finish(module, p, dict(status=sampled["status"], seconds=seconds, props=unit_state(), reason=None, sample=sampled))
+                done = dict(answered=True, status=sampled["status"], seconds=seconds, unit_state=unit_state(), gave_up=None, sample=sampled)
+                module.exit_json(changed=False, **done, **facts_now())
+            finish(module, p, run, dict(status=sampled["status"], seconds=seconds, props=unit_state(), reason=None, sample=sampled), facts_now())
         props = unit_state()
         reason = health.gave_up(props, restarts_before, p["crash_limit"])
         if reason or seconds >= p["timeout"]:
             break
         time.sleep(min(p["interval"], max(0.0, p["timeout"] - seconds)))
-    finish(module, p, dict(status=status, seconds=seconds, props=props, reason=reason, sample=None))
+    finish(module, p, run, dict(status=status, seconds=seconds, props=props, reason=reason, sample=None), facts_now())
 
 
-def finish(module, p, end):
+def finish(module, p, run, end, facts):
     """The result of a wait that ended without an answer (or with a failed sampled request)."""
     if end["sample"]:
         msg = health.sample_failure(p["url"], end["sample"], end["props"])
     else:
         msg = health.failure(p["url"], p["timeout"], end["seconds"], end["status"], end["props"], end["reason"])
-    extra = {"sample": end["sample"]} if end["sample"] else {}
+    extra = dict(facts, **({"sample": end["sample"]} if end["sample"] else {}))
     if p["unit"]:
-        extra.update(explain_failure(module, p["unit"], p["cuda_version"], p["torch_driver"], p["environment"]))
+        extra.update(explain_failure(module, p["unit"], p["cuda_version"], p["torch_driver"], p["environment"], run))
         if extra["causes"]:
             msg += "; its journal says why: " + journal.summary(extra["causes"])
     result = dict(msg=msg, answered=False, status=end["status"], seconds=end["seconds"], unit_state=end["props"], gave_up=end["reason"], **extra)
@@ -275,7 +306,7 @@ def finish(module, p, end):
     module.exit_json(changed=False, **result)
 
 
-def explain_failure(module, unit, cuda_version, torch_driver=None, environment=None):
+def explain_failure(module, unit, cuda_version, torch_driver=None, environment=None, lookup=None):
     """The known causes in the unit's journal since its last start (what journalctl keeps, when it never started),
     with cuda_version and torch_driver when they describe the unit as systemd has it now (environment).
     A journal that cannot be read does not hide the failure being reported: its command's rc/stderr come along."""
@@ -296,7 +327,7 @@ def explain_failure(module, unit, cuda_version, torch_driver=None, environment=N
         cuda_version = torch_driver = None
     causes = journal.explain(out, cuda_version, torch_driver)
     if not cuda_version and journal.names_cuda(causes):  # what FlashInfer's lookup finds in the unit's own environment
-        cuda_version = journal.effective_cuda(unit_env, commands.module_runner(module))
+        cuda_version = journal.effective_cuda(unit_env, lookup or commands.module_runner(module))
         causes = journal.explain(out, cuda_version, torch_driver) if cuda_version else causes
     return {"causes": causes}
 

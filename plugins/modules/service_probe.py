@@ -143,7 +143,7 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, files, service_probe, systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, files, service_probe
 from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as unit_logic
 
 UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep")
@@ -206,12 +206,9 @@ def read_unit(module, run, given):
 
 
 def gather_facts(module, run, given):
-    p = {"nvidia_smi": "nvidia-smi", "environment": {}, "venv": None, "venv_optional": False, "toolkit_root": "/usr/local"}
-    p.update(options(module, "facts", given, FACTS_OPTIONS))
-    p["venv_optional"] = module.boolean(p["venv_optional"])
-    env, env_notes = systemd_env.service_environment(module, run, None, p["environment"] or {})
     try:
-        return cuda_measure.measure(run, p, env, env_notes, pwd.getpwuid(os.getuid()).pw_dir)
+        p = cuda_measure.facts_options(given, FACTS_OPTIONS)
+        return cuda_measure.in_unit(module, run, p, module.boolean, pwd.getpwuid(os.getuid()).pw_dir)[0]
     except cuda_measure.MeasureError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
 
