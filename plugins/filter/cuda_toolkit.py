@@ -16,6 +16,13 @@ def cuda_package_plan(releases, components, known, overrides=None):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def cuda_toolkit_home(releases, root="/usr/local"):
+    try:
+        return cuda_plan.home(releases, root)
+    except cuda_plan.PlanError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 def cuda_nvcc_arch(entry):
     try:
         return jit_smoke.nvcc_arch(entry)
@@ -43,6 +50,7 @@ class FilterModule:
             "cuda_dpkg_state": cuda_dpkg_state,
             "cuda_driver_too_old": cuda_driver_too_old,
             "cuda_nvcc_arch": cuda_nvcc_arch,
+            "cuda_toolkit_home": cuda_toolkit_home,
             "cuda_toolkit_summary": cuda_plan.summarize,
             "cuda_toolkit_line": cuda_plan.summary_line,
             "cuda_compile_needed": cuda_plan.compile_needed,

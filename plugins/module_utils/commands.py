@@ -14,10 +14,6 @@ from __future__ import annotations
 
 import json
 
-# systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04):
-# what a unit without Environment=PATH=... sees.
-SYSTEMD_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 RC_TIMEOUT = 124
 RC_CANNOT_EXECUTE = 126
 RC_NOT_FOUND = 127

@@ -76,6 +76,15 @@ def plan(releases, components, known, overrides=None):
     return out
 
 
+def home(releases, root="/usr/local"):
+    """Where the toolkit a service should use lives: <root>/cuda-X.Y of the newest release wanted (13.0.2 over 12.9.1),
+    the directory apt's packages and NVIDIA's runfile both install to. The toolkit role's answer to the service role."""
+    if not releases:
+        raise PlanError("cuda_toolkit_versions must list at least one release (got %r)" % (releases,))
+    major, minor, _patch = max(release_parts(r) for r in releases)
+    return "%s/cuda-%d.%d" % (str(root).rstrip("/"), major, minor)
+
+
 def driver_too_old(driver_version, min_driver):
     """True when driver_version (e.g. 570.124.06) is below min_driver (580.95.05)."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules, systemd_env
-from ansible_collections.blackwell.inference.plugins.module_utils.commands import SYSTEMD_DEFAULT_PATH
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang_service import SYSTEM_PATH
 
 SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "ExecStart", "Environment", "EnvironmentFiles", "DropInPaths")
 # the service role's drop-in (both modes): a unit that has it is the role's, the first service or a further one
@@ -147,5 +147,5 @@ def census(records, managed_unit, read_venv, judge):
 def unit_environment(record, read_file):
     """The environment a unit's process gets (Environment=, EnvironmentFile=, systemd's PATH when none)."""
     env, notes = systemd_env.unit_environment(record, read_file)
-    env.setdefault("PATH", SYSTEMD_DEFAULT_PATH)
+    env.setdefault("PATH", SYSTEM_PATH)
     return env, notes

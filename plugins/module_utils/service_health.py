@@ -10,6 +10,10 @@ import json
 PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts")
 
 
+# SGLang's "whole vocabulary" top_k (sampling_params.TOP_K_ALL; -1 becomes it): no top-k filter
+SGLANG_TOP_K_ALL = 1 << 30
+
+
 def show_argv(unit):
     """systemctl's argument list for the properties the wait judges."""
     argv = ["systemctl", "show", unit]
@@ -82,10 +86,13 @@ def parse_start(stdout):
 
 
 def sample_checked(body):
-    """Refusal (str) of a sampled request that would not sample, or None.
+    """Refusal (str) of a sampled request that would not take FlashInfer's sampling module, or None.
 
     SGLang samples only when temperature > 0 (and top_k is not 1); /health's own generate is greedy, so a request
-    that does not sample proves nothing /health did not. The request is SGLang's native /generate body.
+    that does not sample proves nothing /health did not. And a request that samples without filtering (top_p 1, no
+    top_k, no min_p) is sampled in plain torch (SGLang 0.5.23 srt/layers/sampler.py, its "simple sampling case"),
+    never by FlashInfer: the request must filter by both top_p < 1 and top_k > 1, which SGLang's flashinfer backend
+    hands to flashinfer.sampling. The request is SGLang's native /generate body.
     """
     if not isinstance(body, dict) or not isinstance(body.get("text", body.get("input_ids")), (str, list)):
         return 'it must be /generate\'s JSON body: {"text": "...", "sampling_params": {...}}'
@@ -102,6 +109,11 @@ def sample_checked(body):
         return "it is greedy (temperature %s, top_k %s): SGLang samples only at temperature > 0 with top_k other than 1" % (temperature, top_k)
     if not (0 < top_p <= 1):
         return "its top_p %s is not in (0, 1]" % top_p
+    if top_p == 1 or not (1 < top_k < SGLANG_TOP_K_ALL):
+        return (
+            "it does not filter (top_p %s, top_k %s): SGLang samples such a request in plain torch, never by FlashInfer's "
+            "sampling module; give 0 < top_p < 1 and top_k > 1" % (top_p, top_k)
+        )
     return None
 
 

@@ -12,8 +12,8 @@ import os
 import re
 
 from ansible_collections.blackwell.inference.plugins.module_utils import flashinfer_rules
-from ansible_collections.blackwell.inference.plugins.module_utils.commands import SYSTEMD_DEFAULT_PATH
 from ansible_collections.blackwell.inference.plugins.module_utils.nvidia_smi import driver_cuda_version, driver_fix
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang_service import SYSTEM_PATH
 
 # (name, pattern, cause, fix); the cause may use {cuda} (the effective CUDA version, or "its CUDA"), and the driver
 # cause {torch} and {driver} (the numbers _driver_words finds, else nothing)
@@ -89,7 +89,7 @@ def effective_cuda(unit_env, run, exists=os.path.exists):
     PATH - systemd's default when it sets none - then /usr/local/cuda; the version from that home's nvcc banner), or
     None when no nvcc answers there (FlashInfer would fall back to torch's CUDA lane, which is not guessed here)."""
     env = dict(unit_env or {})
-    env.setdefault("PATH", SYSTEMD_DEFAULT_PATH)
+    env.setdefault("PATH", SYSTEM_PATH)
     try:
         got = flashinfer_rules.resolve_cuda_version(env, run, None, None, exists=exists)
     except flashinfer_rules.FlashInferError:

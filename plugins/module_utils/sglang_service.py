@@ -13,6 +13,8 @@ import json
 import posixpath
 import re
 
+# systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04): what a unit without
+# Environment=PATH=... sees, and what the role's PATH ends with. Its one home: every module reads it from here.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _TARGET = re.compile(r"^(\d+)(\d)([af]?)$")
 _ERROR_LINE = re.compile(r"(fatal )?error: .*")
@@ -72,6 +74,11 @@ def stale_workspaces(link_stats, keep=()):
     return sorted(stale)
 
 
+def service_path(cuda_home, venv):
+    """The service's PATH: the toolkit's bin first (FlashInfer's nvcc lookup), then the venv's, then systemd's own."""
+    return "%s/bin:%s/bin:%s" % (str(cuda_home).rstrip("/"), str(venv).rstrip("/"), SYSTEM_PATH)
+
+
 def environment(cuda_home, venv, cache_dir, archs, build_log="", ld_library_path=(), extra=None, venv_target=None):
     """The service's environment: toolkit first on PATH, pinned archs and cache, nothing implicit.
     With `venv_target` (the venv the link points at), FlashInfer's workspace is that venv's own
@@ -82,7 +89,7 @@ def environment(cuda_home, venv, cache_dir, archs, build_log="", ld_library_path
         raise ValueError("sglang_service_environment may not set %s (derived from the facts)" % ", ".join(clash))
     env = {
         "CUDA_HOME": cuda_home,
-        "PATH": "%s/bin:%s/bin:%s" % (cuda_home.rstrip("/"), venv.rstrip("/"), SYSTEM_PATH),
+        "PATH": service_path(cuda_home, venv),
         "FLASHINFER_CUDA_ARCH_LIST": archs,
         "FLASHINFER_WORKSPACE_BASE": workspace(cache_dir, venv_target) if venv_target else cache_dir,
         "SGLANG_CACHE_DIR": cache_dir.rstrip("/") + "/sglang",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from ansible_collections.blackwell.inference.plugins.module_utils.commands import SYSTEMD_DEFAULT_PATH
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang_service import SYSTEM_PATH
 
 SHOW_PROPERTIES = ("LoadState", "Environment", "EnvironmentFiles")
 
@@ -97,5 +97,5 @@ def service_environment(module, run, unit, environment):
             module.fail_json(msg="unit %s is not loaded (LoadState=%s)" % (unit, state), **res.as_dict())
         env, notes = unit_environment(props, read_text)
     env.update({str(k): str(v) for k, v in (environment or {}).items()})
-    env.setdefault("PATH", SYSTEMD_DEFAULT_PATH)
+    env.setdefault("PATH", SYSTEM_PATH)
     return env, notes

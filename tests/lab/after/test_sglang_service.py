@@ -143,6 +143,9 @@ def test_a_sampled_request_takes_the_sampling_module_in_the_workers_and_compiles
     # greedy, as /health asks: no worker touches FlashInfer's sampling
     status, answer = generate(run, {"temperature": 0.0, "max_new_tokens": 1})
     assert status == 200 and answer["meta_info"] == {"sampled": False, "workers": []}
+    # sampled without a top-p/top-k filter: SGLang's sampler does that in plain torch, FlashInfer is not asked either
+    status, answer = generate(run, {"temperature": 0.7, "max_new_tokens": 4})
+    assert status == 200 and answer["meta_info"] == {"sampled": False, "workers": []}
     status, answer = generate(run, {"temperature": 0.7, "top_p": 0.9, "top_k": 20, "max_new_tokens": 4})
     workers = answer["meta_info"]["workers"]
     assert status == 200 and answer["meta_info"]["sampled"] and [w["modules"] for w in workers] == [["sampling"]], answer

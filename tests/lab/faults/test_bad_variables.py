@@ -50,8 +50,9 @@ WRONG_VALUES = {
     "sglang_service_port": [0, 70000],
     "sglang_service_health_path": ["health"],
     "sglang_service_health_timeout": [0],
-    # greedy (what /health asks itself): proves nothing about FlashInfer's sampling
-    "sglang_service_sample_request": [{"text": "x", "sampling_params": {"temperature": 0.0}}],
+    # greedy (what /health asks itself), or sampled without a top-p/top-k filter (SGLang samples that in plain torch):
+    # proves nothing about FlashInfer's sampling
+    "sglang_service_sample_request": [{"text": "x", "sampling_params": {"temperature": 0.0}}, {"text": "x", "sampling_params": {"temperature": 0.7}}],
     "sglang_service_sample_path": ["generate"],
     "sglang_service_sample_timeout": [0],
     "sglang_service_smoke_timeout": [-5],

@@ -289,3 +289,23 @@ def test_apt_sources_naming_finds_list_and_sources_files_at_any_depth(tmp_path):
     assert found == [str(tmp_path / "sources.list"), str(d / "cuda-debian12-x86_64.list"), str(d / "cuda-toolkit.sources")]
     assert cp.apt_sources_naming("https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64", str(tmp_path)) == []
     assert cp.apt_sources_naming("file:/srv/cuda-mirror", str(tmp_path / "absent")) == []
+
+
+@pytest.mark.parametrize(
+    "releases, root, expected",
+    [
+        (["13.0.2"], "/usr/local", "/usr/local/cuda-13.0"),
+        (["12.9.1", "13.0.2"], "/usr/local/", "/usr/local/cuda-13.0"),
+        # numbers, not strings: 12.10 is newer than 12.9
+        (["12.9.1", "12.10.0"], "/opt", "/opt/cuda-12.10"),
+        (["13.0.2", "12.8.1"], "/usr/local", "/usr/local/cuda-13.0"),
+    ],
+)
+def test_home_is_the_newest_release_wanted(releases, root, expected):
+    assert cp.home(releases, root) == expected
+
+
+@pytest.mark.parametrize("releases", [[], ["13.0"], ["latest"]])
+def test_home_refuses_what_is_not_a_release(releases):
+    with pytest.raises(cp.PlanError, match="cuda_toolkit_versions"):
+        cp.home(releases)

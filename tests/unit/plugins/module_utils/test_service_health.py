@@ -119,7 +119,12 @@ SAMPLED = {"text": "The capital of France is", "sampling_params": {"temperature"
     "body, refusal",
     [
         (SAMPLED, None),
-        ({"input_ids": [1, 2, 3], "sampling_params": {"temperature": 1.0}}, None),
+        ({"input_ids": [1, 2, 3], "sampling_params": {"temperature": 1.0, "top_p": 0.95, "top_k": 50}}, None),
+        # sampled, but without a filter: SGLang 0.5.23's sampler takes its plain torch path, never flashinfer.sampling
+        ({"input_ids": [1, 2, 3], "sampling_params": {"temperature": 1.0}}, "it does not filter (top_p 1.0, top_k -1)"),
+        ({"text": "x", "sampling_params": {"temperature": 0.7, "top_k": 20}}, "it does not filter (top_p 1.0, top_k 20)"),
+        ({"text": "x", "sampling_params": {"temperature": 0.7, "top_p": 0.9}}, "it does not filter (top_p 0.9, top_k -1)"),
+        ({"text": "x", "sampling_params": {"temperature": 0.7, "top_p": 0.9, "top_k": 1 << 30}}, "it does not filter"),
         # what SGLang 0.5.23's /health asks for itself: greedy, never FlashInfer's sampling
         ({"text": "x", "sampling_params": {"max_new_tokens": 1, "temperature": 0.0}}, "it is greedy (temperature 0.0, top_k -1)"),
         ({"text": "x", "sampling_params": {"temperature": 0.7, "top_k": 1}}, "it is greedy (temperature 0.7, top_k 1)"),
