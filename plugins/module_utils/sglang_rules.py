@@ -6,12 +6,15 @@ SGLang's `set_cuda_arch()` (sglang/srt/utils/common.py, srt/utils.py before 0.5.
 `ModelRunner.load_model` of every TP worker when FlashInfer is importable and CUDA is available, writes
 the worker GPU's capability into the environment:
 
-- 0.4.10 - 0.5.4: `TORCH_CUDA_ARCH_LIST = "<major>.<minor>"` (+ "+PTX" on 9.0): FlashInfer's own list unchanged;
-- 0.5.5 - 0.5.23: `FLASHINFER_CUDA_ARCH_LIST = "<major>.<minor>" + ("a" if major >= 9 else "")`.
+- 0.4.5 - 0.5.4.post2: `TORCH_CUDA_ARCH_LIST = "<major>.<minor>"` (+ "+PTX" on 9.0): FlashInfer's own list unchanged;
+- 0.5.4.post3 - 0.5.23: `FLASHINFER_CUDA_ARCH_LIST = "<major>.<minor>" + ("a" if major >= 9 else "")`.
 
-Read in the wheels of 0.4.10, 0.5.1-0.5.5, 0.5.9, 0.5.10 and 0.5.23 (and per shared/docs/flashinfer-facts.md
-0.5.16 and 0.5.21: identical). `SGLANG_IS_FLASHINFER_AVAILABLE=false` turns it off. From 0.5.19 SGLang also
-defaults `FLASHINFER_WORKSPACE_BASE` to its `SGLANG_CACHE_DIR` (`~/.cache/sglang`) when it is unset.
+The switch came in a post release (0.5.4.post3), so versions compare with their post number. Read in the wheels of
+0.4.0 (no set_cuda_arch yet), 0.4.5-0.4.10.post2, 0.5.3-0.5.5.post3, 0.5.10-0.5.19, 0.5.21 and 0.5.23;
+tests/integration/test_sglang_wheels.py runs each read wheel's own set_cuda_arch against this table.
+`SGLANG_IS_FLASHINFER_AVAILABLE=false` turns it off. From 0.5.18 (not 0.5.17) `import sglang` also defaults
+`FLASHINFER_WORKSPACE_BASE` to its `SGLANG_CACHE_DIR` (`~/.cache/sglang`) when it is unset
+(`srt/environ.py`, `redirect_third_party_caches`).
 
 FlashInfer fixes its JIT workspace when `flashinfer.jit` is first imported: a worker that imports FlashInfer
 before `set_cuda_arch()` uses the unit's arch list, one that imports it after (0.5.23's sampler imports
@@ -23,32 +26,38 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer_rules import release_tuple
-
-# (first version, last version read, the variable set_cuda_arch writes)
+_ANY_POST = 1 << 16  # the last release read stands for its post releases too
+# (first version, last version read, the variable set_cuda_arch writes); versions as (major, minor, patch, post)
 RULES = (
-    ((0, 4, 10), (0, 5, 4), "TORCH_CUDA_ARCH_LIST"),
-    ((0, 5, 5), (0, 5, 23), "FLASHINFER_CUDA_ARCH_LIST"),
+    ((0, 4, 5, 0), (0, 5, 4, 2), "TORCH_CUDA_ARCH_LIST"),
+    ((0, 5, 4, 3), (0, 5, 23, _ANY_POST), "FLASHINFER_CUDA_ARCH_LIST"),
 )
 VERIFIED_UP_TO = (0, 5, 23)
-WORKSPACE_DEFAULT_FROM = (0, 5, 19)
+WORKSPACE_DEFAULT_FROM = (0, 5, 18, 0)
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:\.post(\d+))?")
 _CC = re.compile(r"^(\d+)\.(\d+)$")
+
+
+def version_key(version):
+    """'0.5.4.post3' -> (0, 5, 4, 3), '0.5.4' -> (0, 5, 4, 0); None if unparsable (pre-releases count as the release)."""
+    m = _VERSION.match(str(version or ""))
+    return tuple(int(x or 0) for x in m.groups()) if m else None
 
 
 def sets(version):
     """The variable SGLang `version`'s set_cuda_arch writes (None: none), and a note when not read."""
-    rel = release_tuple(version)
-    if rel is None:
+    key = version_key(version)
+    if key is None:
         return None, "sglang %r is not a version: no set_cuda_arch modelled" % (version,)
-    if rel < RULES[0][0]:
-        return None, "sglang %s predates set_cuda_arch (modelled from 0.4.10)" % version
+    if key < RULES[0][0]:
+        return None, "sglang %s predates set_cuda_arch (modelled from 0.4.5, the first version read with it)" % version
     for first, last, var in RULES:
-        if first <= rel <= last:
+        if first <= key <= last:
             return var, None
-    return RULES[-1][2], "sglang %s is newer than %s: modelled with the %s rules" % (
+    return RULES[-1][2], "sglang %s is newer than %s: modelled with the rules of %s on" % (
         version,
         ".".join(map(str, VERIFIED_UP_TO)),
-        ".".join(map(str, RULES[-1][0])),
+        "0.5.4.post3",
     )
 
 
@@ -81,7 +90,7 @@ def worker_env(version, env, cc):
         return None
     out = dict(env or {})
     out["FLASHINFER_CUDA_ARCH_LIST"] = worker_arch_list(cc)
-    if "FLASHINFER_WORKSPACE_BASE" not in out and release_tuple(version) >= WORKSPACE_DEFAULT_FROM:
+    if "FLASHINFER_WORKSPACE_BASE" not in out and version_key(version) >= WORKSPACE_DEFAULT_FROM:
         home = out.get("HOME")
         out["FLASHINFER_WORKSPACE_BASE"] = _expand_home(out.get("SGLANG_CACHE_DIR", "~/.cache/sglang"), home)  # "" stays ""
     return out

@@ -223,7 +223,7 @@ ansible_facts:
         sglang:
           description:
             - When the venv has SGLang, what FlashInfer computes inside SGLang's workers, whose C(set_cuda_arch())
-              rewrites C(FLASHINFER_CUDA_ARCH_LIST) for the worker's GPU (SGLang 0.5.5 and later) - C(version),
+              rewrites C(FLASHINFER_CUDA_ARCH_LIST) for the worker's GPU (SGLang 0.5.4.post3 and later) - C(version),
               C(sets) (the variable it writes), C(arch_list) (the value that makes both import orders agree, null when the
               GPUs disagree), C(workers) (per compute capability - C(arch_list), C(target_archs), C(cache_dir),
               C(accepted), C(error), C(same_workspace) as the unit's environment), C(orders_agree) and C(notes).

@@ -28,7 +28,11 @@ def test_the_variable_each_read_version_writes(version, body):
     [
         ("0.5.23.post1", "FLASHINFER_CUDA_ARCH_LIST", None),
         ("0.5.24", "FLASHINFER_CUDA_ARCH_LIST", "newer than 0.5.23"),
-        ("0.4.9", None, "predates set_cuda_arch"),
+        ("0.4.4", None, "predates set_cuda_arch"),
+        # read in the wheels (tests/integration/test_sglang_wheels.py): the switch came in a post release
+        ("0.4.9", "TORCH_CUDA_ARCH_LIST", None),
+        ("0.5.4.post2", "TORCH_CUDA_ARCH_LIST", None),
+        ("0.5.4.post3", "FLASHINFER_CUDA_ARCH_LIST", None),
         ("main", None, "not a version"),
     ],
 )
@@ -99,10 +103,11 @@ def test_old_sglang_and_the_off_switch_leave_flashinfers_list_alone():
     assert off["workers"] == [] and "is off" in off["notes"][0]
 
 
-def test_from_0_5_19_sglang_defaults_the_workspace_to_its_cache_dir():
+def test_from_0_5_18_sglang_defaults_the_workspace_to_its_cache_dir():
     env = {"CUDA_HOME": "/usr/local/cuda-13.0", "SGLANG_CACHE_DIR": "/var/cache/sglang/sglang"}
     assert sglang_rules.worker_env("0.5.23", env, "12.0")["FLASHINFER_WORKSPACE_BASE"] == "/var/cache/sglang/sglang"
-    assert "FLASHINFER_WORKSPACE_BASE" not in sglang_rules.worker_env("0.5.18", env, "12.0")
+    assert sglang_rules.worker_env("0.5.18", env, "12.0")["FLASHINFER_WORKSPACE_BASE"] == "/var/cache/sglang/sglang"
+    assert "FLASHINFER_WORKSPACE_BASE" not in sglang_rules.worker_env("0.5.17", env, "12.0")
     assert sglang_rules.worker_env("0.5.23", dict(env, FLASHINFER_WORKSPACE_BASE="/w"), "12.0")["FLASHINFER_WORKSPACE_BASE"] == "/w"
 
 
