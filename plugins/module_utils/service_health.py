@@ -70,9 +70,10 @@ def failure(url, timeout, seconds, status, props, reason):
 
 
 def start_argv(unit):
-    """systemctl's argument list for when the unit's main process last started (unix seconds: `@1764597600`), and its
-    environment as systemd has it loaded (Environment, EnvironmentFiles: systemd_env.unit_environment reads them)."""
-    return ["systemctl", "show", unit, "--timestamp=unix", "-p", "ExecMainStartTimestamp", "-p", "Environment", "-p", "EnvironmentFiles"]
+    """systemctl's argument list for when the unit's main process last started (unix seconds: `@1764597600`), its
+    current run (InvocationID), and its environment as systemd has it loaded (Environment, EnvironmentFiles:
+    systemd_env.unit_environment reads them)."""
+    return ["systemctl", "show", unit, "--timestamp=unix", "-p", "ExecMainStartTimestamp", "-p", "InvocationID", "-p", "Environment", "-p", "EnvironmentFiles"]
 
 
 def parse_start(stdout):

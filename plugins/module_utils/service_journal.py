@@ -8,6 +8,7 @@ the unit's own environment through the caller's runner, as flashinfer_rules does
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -63,6 +64,50 @@ def journal_argv(unit, since_usec=None, lines=400):
     if since_usec:
         argv += ["--since", "@%d.%06d" % divmod(int(since_usec), 1000000)]
     return argv
+
+
+def runs_argv(unit, lines=2000):
+    """journalctl's argument list for the unit's recent runs, one JSON entry a line (each names its run's invocation)."""
+    return ["journalctl", "--no-pager", "--output", "json", "--unit", unit, "--lines", str(lines)]
+
+
+def _message(entry):
+    """An entry's MESSAGE: a string, or the bytes journald keeps for a line that is not UTF-8 (a list of numbers)."""
+    msg = entry.get("MESSAGE")
+    if isinstance(msg, list):
+        try:
+            return bytes(msg).decode("utf-8", "replace")
+        except (TypeError, ValueError):
+            return ""
+    return msg if isinstance(msg, str) else ""
+
+
+def previous_run(json_stdout, current):
+    """The text of the run before the unit's current one (systemd's InvocationID `current`), when systemd restarted the
+    unit into the current run by itself (Restart=: the earlier run's own lines end with systemd's "Scheduled restart
+    job"); '' otherwise. A service that crashes after minutes of loading its model is restarted into another load, and
+    its journal since the last start shows the cause only once that load fails again: the run before shows it now.
+
+    A line belongs to the run of its _SYSTEMD_INVOCATION_ID (the service's own output) or INVOCATION_ID (systemd's
+    messages about the unit); `journalctl --output json` lines (runs_argv) in journal order."""
+    order, text = [], {}
+    for raw in (json_stdout or "").splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        run = entry.get("_SYSTEMD_INVOCATION_ID") or entry.get("INVOCATION_ID") if isinstance(entry, dict) else None
+        if not run:
+            continue
+        if run not in text:
+            order.append(run)
+            text[run] = []
+        text[run].append(_message(entry))
+    before = order[: order.index(current)] if current in text else order
+    if not before:
+        return ""
+    lines = text[before[-1]]
+    return "\n".join(lines) if any("Scheduled restart job" in line for line in lines) else ""
 
 
 def facts_apply(expected, unit_env):

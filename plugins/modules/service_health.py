@@ -18,7 +18,8 @@ description:
     has met (FlashInfer's empty arch set or CUDA gate, a JIT build without C(curand.h), an OOM kill, a driver older
     than torch's CUDA); each one found is named in the message with its journal line and its fix. FlashInfer's causes
     name the CUDA version its lookup found (O(cuda_version), or the unit's own environment's), the driver's names
-    torch's CUDA and the driver's when O(torch_driver) says so.
+    torch's CUDA and the driver's when O(torch_driver) says so. A unit that systemd restarted by itself (C(Restart=))
+    and whose current run shows no known cause yet (it is loading again) is explained from the run before.
   - With O(sample_url), an answer of O(url) is not enough - one sampled request (SGLang's C(/generate) with
     temperature > 0) must then succeed too. SGLang's C(/health) generates greedily and never touches FlashInfer's
     sampling kernels, the path that crashed in the incident; the sampled request takes them in the service's own
@@ -155,7 +156,11 @@ gave_up:
   returned: always
   type: str
 causes:
-  description: The known causes found in the unit's journal since its last start (C(name), C(cause), C(fix), C(line)).
+  description:
+    - The known causes found in the unit's journal since its last start (C(name), C(cause), C(fix), C(line)).
+    - When that run shows none yet and systemd restarted the unit into it by itself (C(Restart=)), the causes of the run
+      before, each with C(run=previous) - a service that crashes after minutes of loading shows its cause there while
+      it loads again.
   returned: when the wait failed and unit is given
   type: list
   elements: dict
@@ -299,7 +304,8 @@ def finish(module, p, run, end, facts):
     if p["unit"]:
         extra.update(explain_failure(module, p["unit"], p["cuda_version"], p["torch_driver"], p["environment"], run))
         if extra["causes"]:
-            msg += "; its journal says why: " + journal.summary(extra["causes"])
+            where = "the run systemd restarted it from" if extra["causes"][0].get("run") == "previous" else "its journal"
+            msg += "; %s says why: %s" % (where, journal.summary(extra["causes"]))
     result = dict(msg=msg, answered=False, status=end["status"], seconds=end["seconds"], unit_state=end["props"], gave_up=end["reason"], **extra)
     if p["must_answer"]:
         module.fail_json(**result)
@@ -322,13 +328,23 @@ def explain_failure(module, unit, cuda_version, torch_driver=None, environment=N
     out, error = run(journal.journal_argv(unit, health.parse_start(shown)))
     if error:
         return {"causes": [], "journal_error": error}
-    unit_env, _notes = systemd_env.unit_environment(systemd_env.parse_show(shown), systemd_env.read_text)
+    props = systemd_env.parse_show(shown)
+    unit_env, _notes = systemd_env.unit_environment(props, systemd_env.read_text)
     if not journal.facts_apply(environment, unit_env):
         cuda_version = torch_driver = None
+    previous, invocation = False, (props.get("InvocationID") or [""])[-1]
+    if not journal.explain(out) and invocation:
+        # nothing known in this run yet: a unit systemd restarted by itself shows why in the run before
+        runs, error = run(journal.runs_argv(unit))
+        before = journal.previous_run(runs, invocation) if not error else ""
+        if before and journal.explain(before):
+            out, previous = before, True
     causes = journal.explain(out, cuda_version, torch_driver)
     if not cuda_version and journal.names_cuda(causes):  # what FlashInfer's lookup finds in the unit's own environment
         cuda_version = journal.effective_cuda(unit_env, lookup or commands.module_runner(module))
         causes = journal.explain(out, cuda_version, torch_driver) if cuda_version else causes
+    if previous:
+        causes = [dict(c, run="previous") for c in causes]
     return {"causes": causes}
 
 

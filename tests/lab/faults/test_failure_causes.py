@@ -8,7 +8,9 @@ service_health, which reads the journal since the unit's last start) names the c
   both without SGLang's layer (the stand-in's SGLANG_STANDIN_SGLANG_LAYER=off): the lab venv's SGLang 0.5.23 sets
   12.0a before FlashInfer's first build and FlashInfer 0.7.4 re-reads an empty detection there, so that pair never
   crashes this way; the seeds' pair (SGLang 0.5.10-0.5.21, FlashInfer 0.6.8-0.7.0) cannot be imported without a GPU;
-- a JIT build without curand.h: the toolkit's cuRAND header moved aside and the sampling module's build with it.
+- a JIT build without curand.h: the toolkit's cuRAND header moved aside and the sampling module's build with it;
+- a unit systemd keeps restarting (Restart=on-failure) into the incident, asked while its newest run starts again:
+  named from the run before.
 Also SGLang's own rewrite of the arch list (its set_cuda_arch in the stand-in's worker) against a unit at 12.0f, and
 a forgotten second FlashInfer service on CUDA 12.8, refused in the summary beside the READY managed one, then taken in
 as a further service of the role (sglang_service_extra_services) and validated on its own.
@@ -239,3 +241,29 @@ def test_a_jit_build_without_curand_headers_is_named(run):
         assert "libcurand-dev" in cause["fix"]
     finally:
         run(f"rm -rf {sampling} && mv {sampling}.aside {sampling} && mv {CURAND}.aside {CURAND}")
+
+
+def test_a_service_systemd_keeps_restarting_is_explained_from_the_run_before_while_it_loads_again(run):
+    # Restart=on-failure into the seeds' incident: each run crashes, systemd starts the next one. On ct200 a run loads
+    # the model for minutes before it could crash, so most of the time the run since the last start shows nothing yet.
+    # Here the run systemd restarted the unit into is frozen as it starts (SIGSTOP to its whole cgroup), the same state.
+    plant(run, *ON_128, "UnsetEnvironment=FLASHINFER_CUDA_ARCH_LIST", NO_SGLANG, "Restart=on-failure", "RestartSec=2")
+    run("systemctl restart %s" % UNIT)
+    wait = (
+        "U=%s; inv=$(systemctl show -p InvocationID --value $U); "
+        'until [ "$(systemctl show -p NRestarts --value $U)" -ge 1 ] && [ "$(systemctl show -p InvocationID --value $U)" != "$inv" ] '
+        '&& [ "$(systemctl show -p ActiveState --value $U)" = active ]; do sleep 0.05; done; systemctl kill -s STOP $U' % UNIT
+    )
+    run("timeout 180 sh -c %s" % shlex.quote(wait))
+    try:
+        # the fault hit: a run crashed with the incident's error and systemd restarted the unit; the run now shows no cause
+        since = run("systemctl show --timestamp=unix -p ExecMainStartTimestamp --value %s" % UNIT).strip()
+        assert int(run("systemctl show -p NRestarts --value %s" % UNIT)) >= 1
+        assert "requires GPUs with sm75 or higher" in run("journalctl -u %s --no-pager -o cat" % UNIT)
+        assert "sm75" not in run("journalctl -u %s --no-pager -o cat --since %s" % (UNIT, since))
+        res = ask()
+        cause = named(res, "flashinfer_no_arch")
+        assert cause["run"] == "previous" and "requires GPUs with sm75 or higher" in cause["line"], res
+        assert "the run systemd restarted it from says why" in res["msg"] and "NRestarts=" in res["msg"], res["msg"]
+    finally:
+        run("systemctl kill -s CONT %s; rm -f %s; systemctl daemon-reload; systemctl stop %s; systemctl reset-failed %s || true" % (UNIT, FAULT, UNIT, UNIT))

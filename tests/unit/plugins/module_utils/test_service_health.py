@@ -59,7 +59,7 @@ def test_failure_names_the_timeout_or_the_reason_and_the_unit_state():
     )
 
 
-def test_start_argv_asks_for_unix_time_and_the_environment():
+def test_start_argv_asks_for_unix_time_the_run_and_the_environment():
     assert sh.start_argv("sglang-k26.service") == [
         "systemctl",
         "show",
@@ -67,6 +67,8 @@ def test_start_argv_asks_for_unix_time_and_the_environment():
         "--timestamp=unix",
         "-p",
         "ExecMainStartTimestamp",
+        "-p",
+        "InvocationID",
         "-p",
         "Environment",
         "-p",

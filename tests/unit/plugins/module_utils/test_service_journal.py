@@ -1,6 +1,9 @@
 """Known causes in a failed service's journal (`journalctl -o cat`), from the messages as their components print
 them: FlashInfer's arch and CUDA gate errors, nvcc's missing header, systemd 252's OOM kill, torch's driver check."""
 
+import json
+import os
+
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils import service_journal as sj
@@ -187,3 +190,49 @@ def test_the_seeds_incident_names_the_cuda_of_the_units_own_environment():
     found = sj.explain(NO_ARCH, sj.effective_cuda(SEED_ENV, CT200, exists=CT200.exists))
     assert sj.names_cuda(found) and "a CUDA version lookup that found CUDA 12.8" in found[0]["cause"]
     assert not sj.names_cuda(sj.explain(OOM + CURAND))
+
+
+# `journalctl -u sglang-k26.service -o json` on the lab host, a unit with Restart=on-failure crashing into the seeds'
+# incident: run 9167f961 was stopped by hand (systemctl restart), run abfede9c crashed and systemd restarted it into
+# run 4dd70609, which was still starting (frozen before it could crash) when this was read
+with open(os.path.join(os.path.dirname(__file__), "data", "journalctl-restarting.jsonl"), encoding="utf-8") as _fh:
+    RESTARTING = _fh.read()
+MANUAL, CRASHED, LOADING = "9167f961d4d64b8bb3be1cc8640ac72d", "abfede9c768c4e988172e99b5ab6bf10", "4dd7060900104a0c86f5740ea5168183"
+
+
+def test_a_run_systemd_restarted_by_itself_is_explained_from_the_run_before():
+    text = sj.previous_run(RESTARTING, LOADING)
+    lines = text.splitlines()
+    assert lines[0].startswith("Started sglang-k26.service") and "Scheduled restart job, restart counter is at 1." in text
+    assert [c["name"] for c in sj.explain(text)] == ["flashinfer_no_arch"]
+    # the loading run's own lines name nothing yet: that is why the run before is read
+    assert sj.explain("\n".join(json.loads(x)["MESSAGE"] for x in RESTARTING.splitlines()[-2:])) == []
+
+
+@pytest.mark.parametrize(
+    "current, why",
+    [
+        (CRASHED, "started by hand (systemctl restart): the run before is another state"),
+        (MANUAL, "no run before it in what was read"),
+        ("0" * 32, "a run with no line read yet: the newest run read (still starting) was not restarted by systemd"),
+    ],
+)
+def test_the_run_before_counts_only_when_systemd_restarted_the_unit_itself(current, why):
+    assert sj.previous_run(RESTARTING, current) == "", why
+
+
+def test_lines_that_are_not_json_or_have_no_run_are_left_out_and_bytes_are_text():
+    lines = [
+        "not json",
+        json.dumps({"MESSAGE": "no invocation"}),
+        json.dumps({"_SYSTEMD_INVOCATION_ID": "a", "MESSAGE": list("RuntimeError: FlashInfer requires GPUs with sm75 or higher \xff".encode("latin-1"))}),
+        json.dumps({"INVOCATION_ID": "a", "MESSAGE": "sglang-k26.service: Scheduled restart job, restart counter is at 2."}),
+        json.dumps({"INVOCATION_ID": "b", "MESSAGE": "Started sglang-k26.service"}),
+    ]
+    text = sj.previous_run("\n".join(lines), "b")
+    assert text.startswith("RuntimeError: FlashInfer requires GPUs with sm75 or higher") and "no invocation" not in text
+    assert [c["name"] for c in sj.explain(text)] == ["flashinfer_no_arch"]
+
+
+def test_runs_argv_reads_json_with_the_invocations():
+    assert sj.runs_argv("sglang-k26.service") == ["journalctl", "--no-pager", "--output", "json", "--unit", "sglang-k26.service", "--lines", "2000"]
