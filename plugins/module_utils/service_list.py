@@ -16,7 +16,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils.fleet_summary 
 
 KEYS = ("name", "mode", "venv", "gpus", "environment", "model_path", "port", "args", "command", "marker")
 _UNIT = re.compile(r"^[A-Za-z0-9@_.-]+$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MARKER = re.compile(r"^[a-z][a-z0-9_]*$")
 # CUDA_VISIBLE_DEVICES as CUDA reads it: indices, or GPU/MIG UUIDs, comma-separated
 _GPU = re.compile(r"^(\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+)$")
@@ -69,7 +69,7 @@ def _entry(i, entry, primary):
     if not isinstance(venv, str) or not venv.startswith("/"):
         bad.append("%s.venv: an absolute path (got %r)." % (where, venv))
     env = entry.get("environment", {})
-    if not isinstance(env, dict) or any(not isinstance(k, str) or not _ENV_NAME.match(k) for k in env):
+    if not isinstance(env, dict) or any(not isinstance(k, str) or not ENV_NAME.match(k) for k in env):
         bad.append("%s.environment: a mapping of variable names (got %r)." % (where, env))
         env = {}
     clash = sorted(set(env) & set(sglang_service.MANAGED_KEYS))

@@ -5,7 +5,7 @@ workers will agree with, and the environment the unit gets. The first refusal wi
 
 from __future__ import annotations
 
-from ansible_collections.blackwell.inference.plugins.module_utils import paths, sglang_rules, sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils import paths, service_list, sglang_rules, sglang_service
 
 
 def arch_choice(target_archs, sglang=None, override=""):
@@ -34,6 +34,17 @@ def flashinfer_refusal(facts, cuda_home, venv, arch_list="", check_mode=False):
         fi.get("error") or "no target archs",
         ("; the service would fail with: %s" % fi["symptom"]) if fi.get("symptom") else "",
     )
+
+
+def environment_refusal(environment):
+    """'' when sglang_service_environment is a mapping of variable names, none of them one the role derives from the
+    facts (sglang_service.MANAGED_KEYS, their one home); else the refusal, naming the variable and the keys."""
+    if not isinstance(environment, dict):
+        return "sglang_service_environment: a mapping of variable names (got %r)." % (environment,)
+    names = [str(k) for k in environment]
+    if set(names) & set(sglang_service.MANAGED_KEYS) or not all(service_list.ENV_NAME.match(k) for k in names):
+        return "sglang_service_environment: variable names, none of %s (got %s)." % (", ".join(sglang_service.MANAGED_KEYS), names)
+    return ""
 
 
 def probe_environment(environment, cuda_home, venv, arch_list=""):

@@ -168,3 +168,22 @@ def test_the_probe_measures_flashinfer_in_the_units_path(environment, cuda_home,
     assert got == expected
     # the same PATH the unit gets from the plan (one home: sglang_service.service_path)
     assert got["PATH"] == service_plan.sglang_service.environment(cuda_home, venv, CACHE, "12.0a")["PATH"]
+
+
+@pytest.mark.parametrize(
+    "environment, refused",
+    [
+        ({}, False),
+        ({"HF_HUB_OFFLINE": "1", "NCCL_DEBUG": "WARN"}, False),
+        ({"CUDA_HOME": "/usr/local/cuda"}, True),  # derived from the facts: the role writes it
+        ({"FLASHINFER_CUDA_ARCH_LIST": "12.0f"}, True),
+        ({"BAD-NAME": "1"}, True),
+        ("not-a-dict", True),
+    ],
+)
+def test_the_environment_variable_refusal_names_it_and_the_derived_keys(environment, refused):
+    got = service_plan.environment_refusal(environment)
+    if not refused:
+        assert got == ""
+    else:
+        assert got.startswith("sglang_service_environment: ") and ("CUDA_HOME, PATH, FLASHINFER_CUDA_ARCH_LIST" in got or "mapping" in got), got
