@@ -9,9 +9,9 @@ the worker GPU's capability into the environment:
 - 0.4.5 - 0.5.4.post2: `TORCH_CUDA_ARCH_LIST = "<major>.<minor>"` (+ "+PTX" on 9.0): FlashInfer's own list unchanged;
 - 0.5.4.post3 - 0.5.23: `FLASHINFER_CUDA_ARCH_LIST = "<major>.<minor>" + ("a" if major >= 9 else "")`.
 
-The switch came in a post release (0.5.4.post3), so versions compare with their post number. Read in the wheels of
-0.4.0 (no set_cuda_arch yet), 0.4.5-0.4.10.post2, 0.5.3-0.5.5.post3, 0.5.10-0.5.19, 0.5.21 and 0.5.23;
-tests/integration/test_sglang_wheels.py runs each read wheel's own set_cuda_arch against this table.
+The switch came in a post release (0.5.4.post3), so versions compare with their post number. Read in 30 wheels from
+0.4.0 (no set_cuda_arch yet) to 0.5.23; tests/integration/test_sglang_wheels.py runs the own set_cuda_arch of the
+wheels at each boundary of this table against it.
 `SGLANG_IS_FLASHINFER_AVAILABLE=false` turns it off. From 0.5.18 (not 0.5.17) `import sglang` also defaults
 `FLASHINFER_WORKSPACE_BASE` to its `SGLANG_CACHE_DIR` (`~/.cache/sglang`) when it is unset
 (`srt/environ.py`, `redirect_third_party_caches`).
@@ -44,6 +44,11 @@ def version_key(version):
     return tuple(int(x or 0) for x in m.groups()) if m else None
 
 
+def _name(key):
+    """(0, 5, 4, 3) -> '0.5.4.post3', (0, 5, 5, 0) -> '0.5.5'."""
+    return ".".join(map(str, key[:3])) + (".post%d" % key[3] if key[3] else "")
+
+
 def sets(version):
     """The variable SGLang `version`'s set_cuda_arch writes (None: none), and a note when not read."""
     key = version_key(version)
@@ -57,7 +62,7 @@ def sets(version):
     return RULES[-1][2], "sglang %s is newer than %s: modelled with the rules of %s on" % (
         version,
         ".".join(map(str, VERIFIED_UP_TO)),
-        "0.5.4.post3",
+        _name(RULES[-1][0]),
     )
 
 
