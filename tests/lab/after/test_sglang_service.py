@@ -162,7 +162,7 @@ def test_a_sampled_request_takes_the_sampling_module_in_the_workers_and_compiles
                 "timeout": 0,
                 "must_answer": False,
                 "sample_url": "http://127.0.0.1:30000/v1/none",
-                "sample_body": {"text": "x", "sampling_params": {"temperature": 0.7}},
+                "sample_body": {"text": "x", "sampling_params": {"temperature": 0.7, "top_p": 0.9, "top_k": 20}},
             }
         ),
     )
