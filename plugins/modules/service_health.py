@@ -21,7 +21,7 @@ description:
     torch's CUDA and the driver's when O(torch_driver) says so. A unit that systemd restarted by itself (C(Restart=))
     and whose current run shows no known cause yet (it is loading again) is explained from the run before.
   - With O(sample_url), an answer of O(url) is not enough - one sampled request (SGLang's C(/generate) with
-    temperature > 0, 0 < top_p < 1 and top_k > 1) must then succeed too. SGLang's C(/health) generates greedily and never touches FlashInfer's
+    temperature > 0) must then succeed too. SGLang's C(/health) generates greedily and never touches FlashInfer's
     sampling kernels, the path that crashed in the incident; the sampled request takes them in the service's own
     workers. It is asked once; its failure ends the wait with its answer and the journal's known causes.
   - Read-only; C(changed) is always false. It also waits in check mode (nothing is changed by asking).
@@ -332,14 +332,14 @@ def explain_failure(module, unit, cuda_version, torch_driver=None, environment=N
     unit_env, _notes = systemd_env.unit_environment(props, systemd_env.read_text)
     if not journal.facts_apply(environment, unit_env):
         cuda_version = torch_driver = None
-    causes, previous, invocation = journal.explain(out, cuda_version, torch_driver), False, (props.get("InvocationID") or [""])[-1]
-    if not causes and invocation:
+    previous, invocation = False, (props.get("InvocationID") or [""])[-1]
+    if not journal.explain(out) and invocation:
         # nothing known in this run yet: a unit systemd restarted by itself shows why in the run before
         runs, error = run(journal.runs_argv(unit))
         before = journal.previous_run(runs, invocation) if not error else ""
-        found = journal.explain(before, cuda_version, torch_driver) if before else []
-        if found:
-            out, causes, previous = before, found, True
+        if before and journal.explain(before):
+            out, previous = before, True
+    causes = journal.explain(out, cuda_version, torch_driver)
     if not cuda_version and journal.names_cuda(causes):  # what FlashInfer's lookup finds in the unit's own environment
         cuda_version = journal.effective_cuda(unit_env, lookup or commands.module_runner(module))
         causes = journal.explain(out, cuda_version, torch_driver) if cuda_version else causes
