@@ -12,7 +12,11 @@ but not executable, 124: timed out).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import threading
 
 RC_TIMEOUT = 124
 RC_CANNOT_EXECUTE = 126
@@ -82,11 +86,67 @@ def module_runner(module):
     return run
 
 
-def run_python(run, python, script, args=(), env=None, timeout=60):
-    """Run `python -c script args...` under exactly env: the command-line part via env -i, the rest
-    as JSON on stdin (the script starts with os.environ.update(json.load(sys.stdin)))."""
+def python_call(python, script, args=(), env=None):
+    """(argv, command-line env, stdin) of `python -c script args...` under exactly env: the command-line part via
+    env -i, the rest as JSON on stdin (the script starts with os.environ.update(json.load(sys.stdin)))."""
     public, private = split_env(env or {})
-    return run([python, "-c", script, *args], env=public, timeout=timeout, data=json.dumps(private))
+    return [python, "-c", script, *args], public, json.dumps(private)
+
+
+def run_python(run, python, script, args=(), env=None, timeout=60):
+    """Run `python -c script args...` under exactly env (python_call)."""
+    argv, public, data = python_call(python, script, args, env)
+    return run(argv, env=public, timeout=timeout, data=data)
+
+
+class Background:
+    """A command started now through a runner and collected later, so that it runs beside the module's next steps."""
+
+    def __init__(self, run, argv, env=None, timeout=60, data=None):
+        self.argv = list(argv)
+        self._result = None
+        self._thread = threading.Thread(target=self._run, args=(run, env, timeout, data), daemon=True)
+        self._thread.start()
+
+    def _run(self, run, env, timeout, data):
+        try:
+            self._result = run(self.argv, env=env, timeout=timeout, data=data)
+        except BaseException as exc:  # whatever stopped the runner (fail_json: SystemExit) is this command's result
+            self._result = CommandResult(self.argv, stderr=str(exc), os_error=type(exc).__name__)
+
+    def wait(self):
+        """The CommandResult, once the command has ended (the same one when asked again)."""
+        self._thread.join()
+        return self._result
+
+    def stop(self, proc="/proc"):
+        """End it early: SIGTERM to this process's child running it (timeout(1), which passes it on to the command's
+        process group), then its result."""
+        while self._thread.is_alive():  # again until it ends: the runner may not have started it yet
+            for pid in running_children(self.argv, proc):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+            self._thread.join(0.5)
+        return self.wait()
+
+
+def running_children(argv, proc="/proc"):
+    """PIDs of this process's children whose command line ends with argv (a runner's wrapped command)."""
+    tail = [a.encode() for a in argv]
+    found = []
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, entry, "stat"), "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            with open(os.path.join(proc, entry, "cmdline"), "rb") as fh:
+                cmdline = fh.read().split(b"\0")[:-1]
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and cmdline[-len(tail) :] == tail:
+            found.append(int(entry))
+    return found
 
 
 def last_json_line(stdout):

@@ -1,0 +1,81 @@
+"""The preload callback's list: every plugin of the collection, the ansible-core actions the roles run through, and a
+lookup that never fails the run."""
+
+import glob
+import os
+import re
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.plugin_utils import preload
+
+from ..conftest_paths import ROOT
+
+# task keywords the strategy handles itself: no action plugin is looked up for them
+STRATEGY_KEYWORDS = {"import_tasks", "include_tasks", "import_role", "include_role", "import_playbook", "meta"}
+
+
+def test_names_lists_the_collections_plugins():
+    names = preload.names()
+    assert "blackwell.inference.sglang_service_plan" in names["filter"]
+    assert "blackwell.inference.cuda_toolkit_home" in names["filter"]
+    assert "blackwell.inference.service_health" in names["module"]
+    assert "blackwell.inference.host_lock" in names["action"]
+    modules = [f for f in os.listdir(os.path.join(ROOT, "plugins", "modules")) if f.endswith(".py") and not f.startswith("_")]
+    assert names["module"] == sorted("blackwell.inference." + f[:-3] for f in modules)
+    # one documentation file per filter: each filter the Python files define is listed
+    defined = set()
+    for path in glob.glob(os.path.join(ROOT, "plugins", "filter", "*.py")):
+        with open(path, encoding="utf-8") as fh:
+            body = re.search(r"def filters\(self\):\s+return \{(.*?)\}", fh.read(), re.S)
+        defined.update(re.findall(r'"([a-z_]+)":', body.group(1)) if body else [])
+    assert defined, "no filters found"
+    assert {"blackwell.inference." + n for n in defined} <= set(names["filter"])
+
+
+def test_builtin_actions_cover_every_task_keyword_the_roles_use():
+    used = set()
+    for path in glob.glob(os.path.join(ROOT, "roles", "*", "*", "*.yml")) + glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True):
+        with open(path, encoding="utf-8") as fh:
+            used.update(re.findall(r"^\s*-?\s*ansible\.builtin\.([a-z_]+):", fh.read(), re.M))
+    assert used, "no task keywords found"
+    assert used - STRATEGY_KEYWORDS <= set(preload.BUILTIN_ACTIONS)
+
+
+def test_names_of_a_missing_directory_are_empty(tmp_path):
+    names = preload.names(str(tmp_path))
+    assert [n for n in names["filter"] if n.startswith("blackwell.")] == []
+    assert names["module"] == []
+
+
+class Loader:
+    def __init__(self, missing=(), broken=()):
+        self.missing, self.broken, self.asked = set(missing), set(broken), []
+
+    def get(self, name, class_only=False):
+        self.asked.append(name)
+        if name in self.broken:
+            raise ImportError(name)
+        return None if name in self.missing else object()
+
+    find_plugin = get
+
+
+def test_preload_counts_what_it_found_and_skips_what_fails():
+    filters = Loader(broken={"blackwell.inference.sglang_service_plan"})
+    tests, modules = Loader(), Loader(missing={"blackwell.inference.paths"})
+    actions = Loader(missing={"ansible.builtin.normal"})
+    found = preload.preload(filters, tests, modules, actions)
+    names = preload.names()
+    assert found == {
+        "filter": len(names["filter"]) - 1,
+        "test": len(names["test"]),
+        "module": len(names["module"]) - 1,
+        "action": len(names["action"]) - 1,
+    }
+    assert filters.asked == names["filter"] and modules.asked == names["module"] and actions.asked == names["action"]
+
+
+@pytest.mark.parametrize("kind", ["filter", "test", "module", "action"])
+def test_every_name_is_fully_qualified(kind):
+    assert all(re.match(r"^(blackwell\.inference|ansible\.builtin)\.[a-z_]+$", n) for n in preload.names()[kind])
