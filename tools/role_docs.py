@@ -37,16 +37,26 @@ def default(spec):
     return "`%s`" % shown.replace("|", "\\|")
 
 
-def phases(role):
-    with open(os.path.join(ROLES, role, "tasks", "main.yml")) as fh:
+def phases(role, name="main.yml", within=""):
+    """(phase, file, tags) of each task file main.yml includes or imports; a file that is itself only a list of
+    phases (cuda_toolkit's change.yml) is listed phase by phase, each with the file it is in."""
+    with open(os.path.join(ROLES, role, "tasks", name)) as fh:
         tasks = yaml.safe_load(fh) or []
     rows = []
     for task in tasks:
         target = task.get("ansible.builtin.import_tasks") or task.get("ansible.builtin.include_tasks")
         if isinstance(target, dict):  # include_tasks: {file: ..., apply: ...}
             target = target["file"]
-        if target:
-            rows.append((task["name"], target, [t for t in task.get("tags", []) if t != role]))
+        if not target:
+            continue
+        inner = phases(role, target, target) if name == "main.yml" else []
+        with open(os.path.join(ROLES, role, "tasks", target)) as fh:
+            only_phases = inner and len(inner) == len(yaml.safe_load(fh) or [])
+        if only_phases:
+            rows += inner
+        else:
+            label = "%s (in `tasks/%s`, run when the probe left work for it)" % (task["name"], within) if within else task["name"]
+            rows.append((label, target, [t for t in task.get("tags", []) if t != role]))
     return rows
 
 

@@ -12,17 +12,18 @@ description:
     process looks up is found and imported there, and forgotten when that process exits, so a task that uses one of
     this collection's filters pays for loading it again (20-40 ms on a small controller, measured with
     C(tests/benchmark/bench_site.py)).
-  - This callback looks up each of the collection's filters, modules and action plugins, and the action plugins, filters
-    and tests of ansible-core that the roles use, once in ansible-playbook's own process, before any task forks, so
-    every task inherits them loaded. It prints nothing and changes no result.
+  - This callback looks up each of the collection's filters, modules and action plugins, and the plugins of ansible-core
+    that the roles use (actions, filters, tests, lookups, and the default connection, shell and become plugins, whose
+    options come from their documentation), once in ansible-playbook's own process, before any task forks, so every
+    task inherits them loaded. It prints nothing and changes no result.
   - A plugin that fails to load here is left alone; the task that uses it reports the error as before.
   - Enable it in C(ansible.cfg) with C(callbacks_enabled = blackwell.inference.preload).
 requirements:
   - enabled in C(callbacks_enabled)
 """
 
+from ansible.plugins import loader
 from ansible.plugins.callback import CallbackBase
-from ansible.plugins.loader import action_loader, filter_loader, module_loader, test_loader
 
 from ansible_collections.blackwell.inference.plugins.plugin_utils import preload
 
@@ -35,4 +36,4 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.loaded = preload.preload(filter_loader, test_loader, module_loader, action_loader)
+        self.loaded = preload.preload({kind: getattr(loader, kind + "_loader") for kind in preload.LOOKUPS})

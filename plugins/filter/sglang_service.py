@@ -6,7 +6,7 @@ from __future__ import annotations
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_health, service_list, service_plan, sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils import service_health, service_http, service_list, service_plan, sglang_service
 
 
 def _guard(func):
@@ -51,6 +51,8 @@ class FilterModule:
             "sglang_service_readiness": _guard(sglang_service.readiness),
             "sglang_service_verdict": verdict,
             "sglang_service_needs_validation": needs_validation,
+            "sglang_service_health_stands": sglang_service.health_stands,
+            "sglang_service_base_url": service_http.base_url,
             "sglang_service_marker": _guard(sglang_service.marker),
             "sglang_service_rollback_note": sglang_service.rollback_note,
             "sglang_service_last_good_policy": sglang_service.last_good_policy,

@@ -175,6 +175,16 @@ def _warm_note(steps):
     return ", JIT cache warm (%s)" % " ".join(m["name"] for m in mods) if mods else ""
 
 
+def health_stands(look, revalidated, enable_changed, further_services):
+    """Whether the preflight's look at the service (service_probe's `health`) stands for the health check.
+
+    It does when the look found the service ready to serve (its health endpoint answered, and its sampled request
+    when there is one) and nothing of the service changed since: no validation or rollout ran (revalidated), the
+    enable task changed nothing (it may have started the service), and no further service of the host follows (the
+    summary's facts are gathered after the last one). Anything else asks again (service_health waits and explains)."""
+    return bool(look and look.get("stands")) and not (revalidated or enable_changed or further_services)
+
+
 def needs_validation(marker, digest, vouched=None):
     """(bool, why) for an existing marker (None when absent) and the current inputs (digest, and inputs() to
     name what changed)."""

@@ -20,10 +20,11 @@ description:
     name the CUDA version its lookup found (O(cuda_version), or the unit's own environment's), the driver's names
     torch's CUDA and the driver's when O(torch_driver) says so. A unit that systemd restarted by itself (C(Restart=))
     and whose current run shows no known cause yet (it is loading again) is explained from the run before.
-  - With O(sample_url), an answer of O(url) is not enough - one sampled request (SGLang's C(/generate) with
-    temperature > 0) must then succeed too. SGLang's C(/health) generates greedily and never touches FlashInfer's
-    sampling kernels, the path that crashed in the incident; the sampled request takes them in the service's own
-    workers. It is asked once; its failure ends the wait with its answer and the journal's known causes.
+  - With O(sample_url), an answer of O(url) is not enough - one sampled request (SGLang's C(/generate) with a
+    temperature > 0 that filters, 0 < top_p < 1 and top_k > 1) must then succeed too. SGLang's C(/health) generates
+    greedily and never touches FlashInfer's sampling kernels, the path that crashed in the incident, and neither does a
+    request that samples without filtering (SGLang samples it in plain torch); the sampled request takes them in the
+    service's own workers. It is asked once; its failure ends the wait with its answer and the journal's known causes.
   - Read-only; C(changed) is always false. It also waits in check mode (nothing is changed by asking).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
@@ -62,8 +63,9 @@ options:
     type: str
   sample_body:
     description:
-      - The sampled request, SGLang's native C(/generate) body - C(text) and C(sampling_params) with C(temperature) > 0
-        (C(top_k) other than 1). A greedy body is refused, since it would prove nothing C(/health) did not.
+      - The sampled request, SGLang's native C(/generate) body - C(text) and C(sampling_params) with C(temperature) > 0,
+        0 < C(top_p) < 1 and C(top_k) > 1. Any other body is refused - a greedy one, or one that samples without
+        filtering, never reaches FlashInfer's sampling kernels, so it would prove nothing C(/health) did not.
     type: dict
   sample_timeout:
     description: Seconds the sampled request may take (a cold JIT compile of the sampling module takes minutes).
@@ -176,52 +178,17 @@ ansible_facts:
   type: dict
 """
 
-import json
 import os
 import pwd
 import time
-import urllib.error
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, service_http, systemd_env
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health
 from ansible_collections.blackwell.inference.plugins.module_utils import service_journal as journal
 
 FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
-
-
-def ask(url, timeout):
-    try:
-        with open_url(url, timeout=timeout, use_proxy=False) as resp:
-            return resp.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except (OSError, ValueError):
-        return -1
-
-
-def post(url, body, timeout):
-    """(status, text) of a JSON POST; -1 and the error when nothing answered."""
-    data = json.dumps(body)
-    try:
-        with open_url(url, data=data, method="POST", headers={"Content-Type": "application/json"}, timeout=timeout, use_proxy=False) as resp:
-            return resp.status, resp.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode("utf-8", "replace")
-    except (OSError, ValueError) as exc:
-        return -1, str(exc)
-
-
-def sample(url, body, timeout):
-    start = time.monotonic()
-    status, text = post(url, body, timeout)
-    ok, detail = health.sample_result(status, text)
-    res = {"url": url, "status": status, "ok": ok, "detail": detail, "seconds": round(time.monotonic() - start, 1)}
-    if ok:
-        res["meta_info"] = json.loads(text).get("meta_info")
-    return res
 
 
 def main():
@@ -275,12 +242,12 @@ def main():
     restarts_before = unit_state().get("NRestarts", 0)
     props, reason = {}, None
     while True:
-        status = ask(p["url"], p["request_timeout"])
+        status = service_http.ask(p["url"], p["request_timeout"])
         seconds = round(time.monotonic() - start, 1)
         if status == 200 and not p["sample_url"]:
             module.exit_json(changed=False, answered=True, status=status, seconds=seconds, unit_state=unit_state(), gave_up=None, **facts_now())
         if status == 200:  # alive: now the sampled request, once
-            sampled = sample(p["sample_url"], p["sample_body"], p["sample_timeout"])
+            sampled = service_http.sample(p["sample_url"], p["sample_body"], p["sample_timeout"])
             seconds = round(time.monotonic() - start, 1)
             if sampled["ok"]:
                 done = dict(answered=True, status=sampled["status"], seconds=seconds, unit_state=unit_state(), gave_up=None, sample=sampled)

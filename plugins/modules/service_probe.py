@@ -21,6 +21,14 @@ description:
     what the role decides from, instead of three.
   - With O(observe), also what is at each of those paths (as M(blackwell.inference.paths) sees it), so the role skips
     a C(paths) call that would change nothing and takes the fingerprint's checksums from this one read.
+  - With O(health), also one look at the service as it runs now - its health endpoint and, when that answers, one
+    sampled request (as M(blackwell.inference.service_health) asks them, without waiting). When it stands (both
+    answered as a ready service must) and the run changes nothing of the service after this read, the role takes it
+    instead of asking again; a service that does not answer is left to M(blackwell.inference.service_health), which
+    waits and explains.
+  - With O(summary_facts), also C(blackwell_cuda) of the service as its unit has it now, and every FlashInfer service
+    on the host (what M(blackwell.inference.service_health) gathers with its C(facts) for the play's summary), as
+    C(ansible_facts.blackwell_cuda); the facts of O(facts) are then returned as RV(blackwell_cuda) only.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -55,6 +63,20 @@ options:
     description:
       - Gather C(blackwell_cuda) too, with these options of M(blackwell.inference.cuda_facts) (C(nvidia_smi),
         C(environment), C(venv), C(venv_optional), C(toolkit_root)). Omitted, no facts are returned.
+    type: dict
+  health:
+    description:
+      - Look at the service once, with these options - C(path) of its health endpoint (required), C(sample_path) and
+        C(sample_body) of the sampled request (as M(blackwell.inference.service_health)'s), C(listen) (C(host) and
+        C(port); default, where the unit read in this call listens), C(unit) (its state comes along),
+        C(request_timeout) (default 5) and C(sample_timeout) (default 30; a service slower than that is left to
+        M(blackwell.inference.service_health)). Returned as RV(health). A C(sample_body) that would not reach
+        FlashInfer's sampling is refused.
+    type: dict
+  summary_facts:
+    description:
+      - Gather the summary's C(blackwell_cuda) too, with these options of M(blackwell.inference.cuda_facts)
+        (C(nvidia_smi), C(unit), C(venv), C(venv_optional), C(flashinfer_version), C(toolkit_root), C(services)).
     type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -120,9 +142,23 @@ unit:
   type: dict
   sample: {load_state: loaded, source: unit, argv: [/opt/sglang/current/bin/python, -m, sglang.launch_server], listen: {host: 0.0.0.0, port: 30000}}
 ansible_facts:
-  description: With O(facts), C(blackwell_cuda) as M(blackwell.inference.cuda_facts) returns it.
+  description:
+    - C(blackwell_cuda) as M(blackwell.inference.cuda_facts) returns it - with O(summary_facts) of those, else with
+      O(facts) of those.
+  returned: when facts or summary_facts is given
+  type: dict
+blackwell_cuda:
+  description: With O(facts), C(blackwell_cuda) of those options (the service's planned environment).
   returned: when facts is given
   type: dict
+health:
+  description:
+    - With O(health), the look - C(stands), C(answered), C(status) (the sampled request's when there was one; -1 when
+      nothing answered), C(seconds), C(unit_state), C(gave_up) (null), C(sample) (null without one). Null without
+      O(health).
+  returned: always
+  type: dict
+  sample: {stands: true, answered: true, status: 200, seconds: 0.1, unit_state: {ActiveState: active}, gave_up: null, sample: {ok: true}}
 observed:
   description:
     - Per path of O(observe) (the matches of a pattern), what is there - C(exists), C(type), C(uid), C(gid), C(mode),
@@ -132,7 +168,7 @@ observed:
   type: dict
   sample: {/etc/blackwell-inference/sglang-validate.json: {exists: true, type: file, mode: 420, owner: root, uid: 0, sha256: 9f2c}}
 commands_run:
-  description: The commands run for O(unit) and O(facts), each once.
+  description: The commands run for O(unit), O(facts) and O(summary_facts), each once.
   returned: always
   type: list
   elements: list
@@ -143,11 +179,14 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, files, service_probe
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, files, service_http, service_probe
+from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health_logic
 from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as unit_logic
 
 UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep")
 FACTS_OPTIONS = ("nvidia_smi", "environment", "venv", "venv_optional", "toolkit_root")
+SUMMARY_FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
+HEALTH_OPTIONS = ("path", "sample_path", "listen", "sample_body", "unit", "request_timeout", "sample_timeout")
 
 
 def run_module():
@@ -159,6 +198,8 @@ def run_module():
             snapshot_store=dict(type="path"),
             unit=dict(type="dict"),
             facts=dict(type="dict"),
+            summary_facts=dict(type="dict"),
+            health=dict(type="dict"),
             observe=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
@@ -166,8 +207,13 @@ def run_module():
     p = module.params
     run = commands.CachingRunner(commands.module_runner(module))
     out = {"unit": read_unit(module, run, p["unit"]) if p["unit"] is not None else None}
+    listen = (out["unit"] or {}).get("listen")
+    out["health"] = look(module, p["health"], listen) if p["health"] is not None else None
     if p["facts"] is not None:
-        out["ansible_facts"] = {"blackwell_cuda": gather_facts(module, run, p["facts"])}
+        out["blackwell_cuda"] = gather_facts(module, run, p["facts"], FACTS_OPTIONS)
+        out["ansible_facts"] = {"blackwell_cuda": out["blackwell_cuda"]}
+    if p["summary_facts"] is not None:
+        out["ansible_facts"] = {"blackwell_cuda": gather_facts(module, run, p["summary_facts"], SUMMARY_FACTS_OPTIONS)}
     marker, marker_error = service_probe.read_marker(p["marker"])
     nvcc = os.path.join(p["cuda_home"], "bin", "nvcc")
     snapshot = service_probe.snapshot_state(p["snapshot_store"]) if p["snapshot_store"] else {"exists": False, "error": None}
@@ -205,12 +251,41 @@ def read_unit(module, run, given):
         module.fail_json(msg=exc.msg, **exc.result)
 
 
-def gather_facts(module, run, given):
+def gather_facts(module, run, given, known):
     try:
-        p = cuda_measure.facts_options(given, FACTS_OPTIONS)
+        p = cuda_measure.facts_options(given, known)
         return cuda_measure.in_unit(module, run, p, module.boolean, pwd.getpwuid(os.getuid()).pw_dir)[0]
     except cuda_measure.MeasureError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
+
+
+def look(module, given, listen):
+    """One look at the service (service_http.look): its health endpoint, then the sampled request. It listens where
+    the unit read in this call says, else where O(health)'s listen says."""
+    kw = options(module, "health", given, HEALTH_OPTIONS)
+    listen = kw.get("listen") or listen
+    if not kw.get("path") or not listen:
+        module.fail_json(msg="health: needs path (the health endpoint's), and listen ({host, port}) unless the unit is read in this call")
+    if kw.get("sample_path"):
+        refused = health_logic.sample_checked(kw.get("sample_body"))
+        if refused:
+            module.fail_json(msg="health: sample_body: %s" % refused)
+    base = service_http.base_url(listen)
+
+    def unit_state():
+        if not kw.get("unit"):
+            return {}
+        rc, out, err = module.run_command(health_logic.show_argv(kw["unit"]))
+        if rc != 0:
+            module.fail_json(msg="systemctl show %s failed" % kw["unit"], rc=rc, stdout=out, stderr=err)
+        return health_logic.parse_show(out)
+
+    try:
+        timeouts = int(kw.get("request_timeout", 5)), int(kw.get("sample_timeout", 30))
+    except (TypeError, ValueError):
+        module.fail_json(msg="health: request_timeout and sample_timeout must be integers")
+    sample_url = base + kw["sample_path"] if kw.get("sample_path") else None
+    return service_http.look(base + kw["path"], sample_url, kw.get("sample_body"), timeouts[0], timeouts[1], unit_state)
 
 
 def main():

@@ -34,11 +34,17 @@ BUILTIN_ACTIONS = (
 )
 BUILTIN_FILTERS = ("combine", "unique")  # core.py, mathstuff.py
 BUILTIN_TESTS = ("version",)  # core.py
+# what every remote task sets up before its module runs (ansible's defaults: SSH, sh, sudo; loading one reads its
+# options' documentation), and the lookups the lab inventory and the summary template call
+BUILTIN_CONNECTION = ("ssh",)
+BUILTIN_SHELL = ("sh",)
+BUILTIN_BECOME = ("sudo",)
+BUILTIN_LOOKUPS = ("env", "template")
 PLUGINS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def names(plugins_dir=PLUGINS):
-    """{'filter': [...], 'test': [...], 'module': [...], 'action': [...]}: fully qualified names.
+    """{kind: [fully qualified names]} for the kinds of LOOKUPS.
 
     This collection's filters are named by their documentation files (one per filter, plugins/filter/NAME.yml), its
     modules and action plugins by their Python files; ansible-core's by the lists above."""
@@ -56,24 +62,36 @@ def names(plugins_dir=PLUGINS):
         "test": [builtin + n for n in BUILTIN_TESTS],
         "module": listed("modules", ".py"),
         "action": listed("action", ".py") + [builtin + n for n in BUILTIN_ACTIONS],
+        "connection": [builtin + n for n in BUILTIN_CONNECTION],
+        "shell": [builtin + n for n in BUILTIN_SHELL],
+        "become": [builtin + n for n in BUILTIN_BECOME],
+        "lookup": [builtin + n for n in BUILTIN_LOOKUPS],
     }
 
 
-def preload(filter_loader, test_loader, module_loader, action_loader, plugins_dir=PLUGINS):
-    """Look each name up with its loader; returns {kind: number found}. A lookup that fails is skipped: the task that
-    needs the plugin reports it."""
+# how each kind's loader is asked (ansible.plugins.loader's *_loader objects): modules are only resolved to their file
+# (they run on the host), plugins with options are loaded as classes (that reads their documentation once)
+LOOKUPS = {
+    "filter": lambda loader, name: loader.get(name),
+    "test": lambda loader, name: loader.get(name),
+    "module": lambda loader, name: loader.find_plugin(name),
+    "action": lambda loader, name: loader.get(name, class_only=True),
+    "connection": lambda loader, name: loader.get(name, class_only=True),
+    "shell": lambda loader, name: loader.get(name),
+    "become": lambda loader, name: loader.get(name),
+    "lookup": lambda loader, name: loader.get(name),
+}
+
+
+def preload(loaders, plugins_dir=PLUGINS):
+    """Look each name up with its kind's loader ({kind: loader}); returns {kind: number found}. A lookup that fails is
+    skipped: the task that needs the plugin reports it."""
     found = {}
-    lookups = {
-        "filter": filter_loader.get,
-        "test": test_loader.get,
-        "module": module_loader.find_plugin,
-        "action": lambda name: action_loader.get(name, class_only=True),
-    }
     for kind, listed in names(plugins_dir).items():
         found[kind] = 0
         for name in listed:
             try:
-                plugin = lookups[kind](name)
+                plugin = LOOKUPS[kind](loaders[kind], name)
             except Exception:  # a load error is the using task's to report
                 plugin = None
             found[kind] += plugin is not None

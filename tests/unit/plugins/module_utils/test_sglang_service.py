@@ -421,3 +421,35 @@ LIVE_BAD = {"ready": False, "reason": "the JIT smoke failed: nvcc fatal: Unsuppo
 def test_readiness_and_its_first_reason(marker, need, health, live, expected):
     got = ss.readiness(marker, need, health, live)
     assert (got["ready"], got["state"], got["reason"]) == expected
+
+
+# service_probe's look at the service (service_http.look) as the role registers it
+LOOK_OK = {
+    "stands": True,
+    "answered": True,
+    "status": 200,
+    "seconds": 0.1,
+    "unit_state": {"ActiveState": "active"},
+    "gave_up": None,
+    "sample": {"ok": True, "status": 200},
+}
+LOOK_SAMPLE_FAILED = dict(LOOK_OK, stands=False, status=404, sample={"ok": False, "status": 404})
+LOOK_DOWN = dict(LOOK_OK, stands=False, answered=False, status=-1, sample=None)
+
+
+@pytest.mark.parametrize(
+    ("look", "revalidated", "enable_changed", "further", "stands"),
+    [
+        (LOOK_OK, False, False, False, True),  # a no-op run: the look is the health check
+        (dict(LOOK_OK, sample=None), False, False, False, True),  # no sampled request asked (sglang_service_sample_request: {})
+        (LOOK_OK, True, False, False, False),  # a validation restarted it since
+        (LOOK_OK, False, True, False, False),  # the enable task started it (or changed its unit)
+        (LOOK_OK, False, False, True, False),  # further services follow: the summary's facts come after the last
+        (LOOK_SAMPLE_FAILED, False, False, False, False),  # answered /health only: service_health explains
+        (LOOK_DOWN, False, False, False, False),
+        (None, False, False, False, False),  # the probe did not look (an older run's registration)
+        ({}, False, False, False, False),
+    ],
+)
+def test_health_stands(look, revalidated, enable_changed, further, stands):
+    assert ss.health_stands(look, revalidated, enable_changed, further) is stands

@@ -2,8 +2,11 @@
 lookup that never fails the run."""
 
 import glob
+import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -62,20 +65,35 @@ class Loader:
 
 
 def test_preload_counts_what_it_found_and_skips_what_fails():
-    filters = Loader(broken={"blackwell.inference.sglang_service_plan"})
-    tests, modules = Loader(), Loader(missing={"blackwell.inference.paths"})
-    actions = Loader(missing={"ansible.builtin.normal"})
-    found = preload.preload(filters, tests, modules, actions)
+    loaders = {kind: Loader() for kind in preload.LOOKUPS}
+    loaders["filter"] = Loader(broken={"blackwell.inference.sglang_service_plan"})
+    loaders["module"] = Loader(missing={"blackwell.inference.paths"})
+    loaders["action"] = Loader(missing={"ansible.builtin.normal"})
+    found = preload.preload(loaders)
     names = preload.names()
-    assert found == {
-        "filter": len(names["filter"]) - 1,
-        "test": len(names["test"]),
-        "module": len(names["module"]) - 1,
-        "action": len(names["action"]) - 1,
-    }
-    assert filters.asked == names["filter"] and modules.asked == names["module"] and actions.asked == names["action"]
+    assert found == {kind: len(names[kind]) - (kind in ("filter", "module", "action")) for kind in names}
+    assert all(loaders[kind].asked == names[kind] for kind in names)
+    assert set(names) == set(preload.LOOKUPS)
 
 
-@pytest.mark.parametrize("kind", ["filter", "test", "module", "action"])
+def test_preload_with_ansibles_own_loaders_finds_every_name():
+    # in a process of its own: the collection loader it installs would take over this one's imports
+    script = (
+        "import json\n"
+        "from ansible.plugins import loader\n"
+        "loader.init_plugin_loader([%r])\n"
+        "from ansible_collections.blackwell.inference.plugins.plugin_utils import preload\n"
+        "print(json.dumps(preload.preload({k: getattr(loader, k + '_loader') for k in preload.LOOKUPS})))\n"
+    ) % os.path.join(ROOT, ".collections")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    found = json.loads(proc.stdout.splitlines()[-1])
+    names = preload.names()
+    # "normal" and a few module-only actions have no action plugin of their own: everything else is found
+    assert {k: v for k, v in found.items() if k != "action"} == {k: len(v) for k, v in names.items() if k != "action"}
+    assert found["action"] >= len([n for n in names["action"] if n.startswith("blackwell.")]) + 5
+    assert "WARNING" not in proc.stderr
+
+
+@pytest.mark.parametrize("kind", sorted(preload.LOOKUPS))
 def test_every_name_is_fully_qualified(kind):
     assert all(re.match(r"^(blackwell\.inference|ansible\.builtin)\.[a-z_]+$", n) for n in preload.names()[kind])
