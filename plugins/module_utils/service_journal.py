@@ -157,22 +157,36 @@ def _driver_words(groups, verdict):
     )
 
 
-def explain(text, cuda_version=None, torch_driver=None):
-    """The known causes found in TEXT, in the order of KNOWN, each once:
-    [{'name', 'cause', 'fix', 'line'}] where line is the first journal line that shows it. cuda_version (FlashInfer's
-    effective CUDA) and torch_driver (cuda_facts' verdict on torch's CUDA against the driver) put numbers in them."""
+def match(text):
+    """The known causes that TEXT shows, in the order of KNOWN, each once: [(name, groups, line)] where line is the
+    first journal line that shows it (what describe() words)."""
     lines = (text or "").splitlines()
-    cuda = "CUDA %s" % cuda_version if cuda_version else "its CUDA"
     found = []
-    for name, pattern, cause, fix in KNOWN:
+    for name, pattern, _cause, _fix in KNOWN:
         for line in lines:
             m = pattern.search(line)
-            if not m:
-                continue
-            torch, driver, numbered_fix = _driver_words(m.groupdict(), torch_driver) if name == "driver_too_old" else ("", "", None)
-            found.append({"name": name, "cause": cause.format(cuda=cuda, torch=torch, driver=driver), "fix": numbered_fix or fix, "line": line.strip()[:300]})
-            break
+            if m:
+                found.append((name, m.groupdict(), line.strip()[:300]))
+                break
     return found
+
+
+def describe(matches, cuda_version=None, torch_driver=None):
+    """[{'name', 'cause', 'fix', 'line'}] of match()'s causes. cuda_version (FlashInfer's effective CUDA) and
+    torch_driver (cuda_facts' verdict on torch's CUDA against the driver) put numbers in them."""
+    known = {name: (cause, fix) for name, _pattern, cause, fix in KNOWN}
+    cuda = "CUDA %s" % cuda_version if cuda_version else "its CUDA"
+    found = []
+    for name, groups, line in matches:
+        cause, fix = known[name]
+        torch, driver, numbered_fix = _driver_words(groups, torch_driver) if name == "driver_too_old" else ("", "", None)
+        found.append({"name": name, "cause": cause.format(cuda=cuda, torch=torch, driver=driver), "fix": numbered_fix or fix, "line": line})
+    return found
+
+
+def explain(text, cuda_version=None, torch_driver=None):
+    """The known causes found in TEXT, worded (describe(match(text), ...))."""
+    return describe(match(text), cuda_version, torch_driver)
 
 
 def summary(found):

@@ -300,16 +300,17 @@ def explain_failure(module, unit, cuda_version, torch_driver=None, environment=N
     if not journal.facts_apply(environment, unit_env):
         cuda_version = torch_driver = None
     previous, invocation = False, (props.get("InvocationID") or [""])[-1]
-    if not journal.explain(out) and invocation:
+    matches = journal.match(out)  # each journal text is read once; describe() words what it showed
+    if not matches and invocation:
         # nothing known in this run yet: a unit systemd restarted by itself shows why in the run before
         runs, error = run(journal.runs_argv(unit))
-        before = journal.previous_run(runs, invocation) if not error else ""
-        if before and journal.explain(before):
-            out, previous = before, True
-    causes = journal.explain(out, cuda_version, torch_driver)
+        before = journal.match(journal.previous_run(runs, invocation)) if not error else []
+        if before:
+            matches, previous = before, True
+    causes = journal.describe(matches, cuda_version, torch_driver)
     if not cuda_version and journal.names_cuda(causes):  # what FlashInfer's lookup finds in the unit's own environment
         cuda_version = journal.effective_cuda(unit_env, lookup or commands.module_runner(module))
-        causes = journal.explain(out, cuda_version, torch_driver) if cuda_version else causes
+        causes = journal.describe(matches, cuda_version, torch_driver) if cuda_version else causes
     if previous:
         causes = [dict(c, run="previous") for c in causes]
     return {"causes": causes}

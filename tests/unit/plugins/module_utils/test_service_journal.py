@@ -81,6 +81,19 @@ def test_explain(text, cuda, names, words):
         assert f["line"] and f["line"] in (text or "")
 
 
+def test_match_reads_the_text_once_and_describe_words_it_with_the_numbers_found_later():
+    matches = sj.match(NO_ARCH)
+    assert [m[0] for m in matches] == ["flashinfer_no_arch", "flashinfer_cuda_gate"]
+    assert all(line in NO_ARCH for _name, _groups, line in matches)
+    # the CUDA version comes after the scan (service_health asks FlashInfer's lookup only when a cause names it)
+    assert sj.describe(matches) == sj.explain(NO_ARCH)
+    assert sj.describe(matches, "12.8") == sj.explain(NO_ARCH, "12.8") != sj.describe(matches)
+    assert sj.describe(sj.match(DRIVER), None, {"torch_cuda": "13.0", "driver_cuda": "12.8"}) == sj.explain(
+        DRIVER, None, {"torch_cuda": "13.0", "driver_cuda": "12.8"}
+    )
+    assert sj.match("") == sj.match(None) == [] and sj.describe([]) == []
+
+
 def test_each_cause_once_with_its_first_line():
     (oom,) = sj.explain(OOM + OOM)
     assert oom["line"] == "sglang-k26.service: A process of this unit has been killed by the OOM killer."
