@@ -56,3 +56,19 @@ def snapshot_state(store, manifest="manifest.json"):
     except (OSError, ValueError) as exc:
         return {"exists": True, "error": "%s: %s" % (path, exc)}
     return {"exists": True, "error": None if isinstance(data, dict) else "%s is not a JSON object" % path}
+
+
+def look_refusal(marker, venv_now):
+    """Why the probe does not look at the running service (None: it looks).
+
+    Its look can stand for the health check only on a host whose ready marker vouches for the state that runs; and a
+    sampled request sent to the running service after its venv link moved (this run switched it) makes that service
+    load code from the new venv (its sys.prefix is the link), which may rebuild its JIT workspace with the new venv's
+    paths. So it looks only when the marker is ready and was written for the venv the link points at now (venv_now:
+    the link's realpath)."""
+    marker = marker or {}
+    if not marker.get("ready"):
+        return "the ready marker does not say ready"
+    if venv_now is not None and marker.get("venv") != venv_now:
+        return "the venv link points at %s, not at the validated %s" % (venv_now, marker.get("venv"))
+    return None

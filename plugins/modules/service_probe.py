@@ -28,7 +28,7 @@ description:
     waits and explains.
   - With O(summary_facts), also C(blackwell_cuda) of the service as its unit has it now, and every FlashInfer service
     on the host (what M(blackwell.inference.service_health) gathers with its C(facts) for the play's summary), as
-    C(ansible_facts.blackwell_cuda); the facts of O(facts) are then returned as RV(blackwell_cuda) only.
+    C(ansible_facts.blackwell_cuda), when the look stands; the facts of O(facts) are returned as RV(blackwell_cuda).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -68,15 +68,20 @@ options:
     description:
       - Look at the service once, with these options - C(path) of its health endpoint (required), C(sample_path) and
         C(sample_body) of the sampled request (as M(blackwell.inference.service_health)'s), C(listen) (C(host) and
-        C(port); default, where the unit read in this call listens), C(unit) (its state comes along),
-        C(request_timeout) (default 5) and C(sample_timeout) (default 30; a service slower than that is left to
-        M(blackwell.inference.service_health)). Returned as RV(health). A C(sample_body) that would not reach
-        FlashInfer's sampling is refused.
+        C(port); default, where the unit read in this call listens), C(unit) (its state comes along), C(venv) (the
+        service's venv link), C(request_timeout) (default 5) and C(sample_timeout) (default 30; a service slower than
+        that is left to M(blackwell.inference.service_health)). Returned as RV(health). A C(sample_body) that would not
+        reach FlashInfer's sampling is refused.
+      - It does not look (RV(health.not_looked) says why) unless the ready marker says ready and was written for the
+        venv the link points at now - a sampled request to a service whose venv link moved under it makes it load
+        code from the new venv.
     type: dict
   summary_facts:
     description:
       - Gather the summary's C(blackwell_cuda) too, with these options of M(blackwell.inference.cuda_facts)
-        (C(nvidia_smi), C(unit), C(venv), C(venv_optional), C(flashinfer_version), C(toolkit_root), C(services)).
+        (C(nvidia_smi), C(unit), C(venv), C(venv_optional), C(flashinfer_version), C(toolkit_root), C(services)),
+        when the look of O(health) stands (otherwise M(blackwell.inference.service_health) gathers them after the
+        run's changes).
     type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -143,9 +148,9 @@ unit:
   sample: {load_state: loaded, source: unit, argv: [/opt/sglang/current/bin/python, -m, sglang.launch_server], listen: {host: 0.0.0.0, port: 30000}}
 ansible_facts:
   description:
-    - C(blackwell_cuda) as M(blackwell.inference.cuda_facts) returns it - with O(summary_facts) of those, else with
-      O(facts) of those.
-  returned: when facts or summary_facts is given
+    - C(blackwell_cuda) as M(blackwell.inference.cuda_facts) returns it - with O(summary_facts) of those when they were
+      gathered, else with O(facts) of those.
+  returned: when facts is given, or summary_facts and the look stands
   type: dict
 blackwell_cuda:
   description: With O(facts), C(blackwell_cuda) of those options (the service's planned environment).
@@ -154,8 +159,8 @@ blackwell_cuda:
 health:
   description:
     - With O(health), the look - C(stands), C(answered), C(status) (the sampled request's when there was one; -1 when
-      nothing answered), C(seconds), C(unit_state), C(gave_up) (null), C(sample) (null without one). Null without
-      O(health).
+      nothing answered), C(seconds), C(unit_state), C(gave_up) (null), C(sample) (null without one), C(not_looked) (why
+      there was no look; null when there was). Null without O(health).
   returned: always
   type: dict
   sample: {stands: true, answered: true, status: 200, seconds: 0.1, unit_state: {ActiveState: active}, gave_up: null, sample: {ok: true}}
@@ -186,7 +191,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils import unit_co
 UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep")
 FACTS_OPTIONS = ("nvidia_smi", "environment", "venv", "venv_optional", "toolkit_root")
 SUMMARY_FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
-HEALTH_OPTIONS = ("path", "sample_path", "listen", "sample_body", "unit", "request_timeout", "sample_timeout")
+HEALTH_OPTIONS = ("path", "sample_path", "listen", "sample_body", "unit", "venv", "request_timeout", "sample_timeout")
 
 
 def run_module():
@@ -207,14 +212,19 @@ def run_module():
     p = module.params
     run = commands.CachingRunner(commands.module_runner(module))
     out = {"unit": read_unit(module, run, p["unit"]) if p["unit"] is not None else None}
-    listen = (out["unit"] or {}).get("listen")
-    out["health"] = look(module, p["health"], listen) if p["health"] is not None else None
+    marker, marker_error = service_probe.read_marker(p["marker"])
+    out["health"] = look(module, p["health"], (out["unit"] or {}).get("listen"), marker) if p["health"] is not None else None
     if p["facts"] is not None:
         out["blackwell_cuda"] = gather_facts(module, run, p["facts"], FACTS_OPTIONS)
         out["ansible_facts"] = {"blackwell_cuda": out["blackwell_cuda"]}
-    if p["summary_facts"] is not None:
-        out["ansible_facts"] = {"blackwell_cuda": gather_facts(module, run, p["summary_facts"], SUMMARY_FACTS_OPTIONS)}
-    marker, marker_error = service_probe.read_marker(p["marker"])
+    # only for a look that stands: otherwise service_health asks again and gathers them after this run's changes
+    if p["summary_facts"] is not None and out["health"] and out["health"]["stands"]:
+        try:
+            given = cuda_measure.facts_options(p["summary_facts"], SUMMARY_FACTS_OPTIONS)
+            summary = cuda_measure.in_unit(module, run, given, module.boolean, pwd.getpwuid(os.getuid()).pw_dir)[0]
+            out["ansible_facts"] = {"blackwell_cuda": summary}
+        except cuda_measure.MeasureError as exc:  # e.g. something else answers on the port while the unit is not loaded
+            out["health"].update(stands=False, summary_facts_error=exc.msg)
     nvcc = os.path.join(p["cuda_home"], "bin", "nvcc")
     snapshot = service_probe.snapshot_state(p["snapshot_store"]) if p["snapshot_store"] else {"exists": False, "error": None}
     module.exit_json(
@@ -259,10 +269,15 @@ def gather_facts(module, run, given, known):
         module.fail_json(msg=exc.msg, **exc.result)
 
 
-def look(module, given, listen):
+def look(module, given, listen, marker):
     """One look at the service (service_http.look): its health endpoint, then the sampled request. It listens where
-    the unit read in this call says, else where O(health)'s listen says."""
+    the unit read in this call says, else where O(health)'s listen says. No look at a state the marker does not vouch
+    for (service_probe.look_refusal)."""
     kw = options(module, "health", given, HEALTH_OPTIONS)
+    venv_now = os.path.realpath(kw["venv"]) if kw.get("venv") and os.path.lexists(kw["venv"]) else None
+    refusal = service_probe.look_refusal(marker, venv_now)
+    if refusal:
+        return {"stands": False, "not_looked": refusal, "answered": None, "status": None, "sample": None}
     listen = kw.get("listen") or listen
     if not kw.get("path") or not listen:
         module.fail_json(msg="health: needs path (the health endpoint's), and listen ({host, port}) unless the unit is read in this call")
@@ -285,7 +300,7 @@ def look(module, given, listen):
     except (TypeError, ValueError):
         module.fail_json(msg="health: request_timeout and sample_timeout must be integers")
     sample_url = base + kw["sample_path"] if kw.get("sample_path") else None
-    return service_http.look(base + kw["path"], sample_url, kw.get("sample_body"), timeouts[0], timeouts[1], unit_state)
+    return dict(service_http.look(base + kw["path"], sample_url, kw.get("sample_body"), timeouts[0], timeouts[1], unit_state), not_looked=None)
 
 
 def main():

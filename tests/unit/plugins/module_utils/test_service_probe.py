@@ -57,3 +57,20 @@ def test_snapshot_state(tmp_path):
     (store / "manifest.json").write_text("{truncated")
     state = sp.snapshot_state(str(store))
     assert state["exists"] and "manifest.json" in state["error"]
+
+
+@pytest.mark.parametrize(
+    ("marker", "venv_now", "refused"),
+    [
+        ({"ready": True, "venv": "/opt/sglang/venvs/a1"}, "/opt/sglang/venvs/a1", None),  # a no-op run: look
+        ({"ready": True, "venv": "/opt/sglang/venvs/a1"}, None, None),  # no venv link given: look
+        # this run switched the link: the running service would load the new venv's code for the sampled request
+        ({"ready": True, "venv": "/opt/sglang/venvs/a1"}, "/opt/sglang/venvs/b2", "points at /opt/sglang/venvs/b2, not at the validated"),
+        ({"ready": False, "venv": "/opt/sglang/venvs/a1"}, "/opt/sglang/venvs/a1", "does not say ready"),  # validation follows
+        ({}, "/opt/sglang/venvs/a1", "does not say ready"),  # no marker (first converge)
+        (None, None, "does not say ready"),
+    ],
+)
+def test_look_refusal(marker, venv_now, refused):
+    got = sp.look_refusal(marker, venv_now)
+    assert got is None if refused is None else refused in got
