@@ -1,6 +1,7 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run a command from an argument list, optionally under an exact environment.
+"""Run a command from an argument list, optionally under an exact environment (what part of a service's
+environment may go on a command line is module_utils/service_env.py's policy).
 
 FlashInfer reacts differently to a missing nvcc (FileNotFoundError, caught) and to one that
 cannot be executed (PermissionError, not caught), so the result keeps that distinction. Commands
@@ -17,6 +18,8 @@ import json
 import os
 import signal
 import threading
+
+from ansible_collections.blackwell.inference.plugins.module_utils import service_env
 
 RC_TIMEOUT = 124
 RC_CANNOT_EXECUTE = 126
@@ -62,20 +65,6 @@ def interpret(argv, rc, stdout, stderr, timeout=60):
     return CommandResult(argv, rc=rc, stdout=stdout, stderr=stderr)
 
 
-# What a process needs on its command line because it is read before any code runs (the dynamic
-# loader, the interpreter) or because FlashInfer's lookup commands use it. Everything else of a
-# service environment (tokens, passwords from EnvironmentFile=) is handed over on stdin where a
-# command takes it, so it never shows up in the host's process list.
-COMMAND_LINE_KEYS = ("PATH", "HOME", "CUDA_HOME", "CUDA_PATH", "TMPDIR", "LANG", "LC_ALL")
-COMMAND_LINE_PREFIXES = ("LD_", "PYTHON", "NVCC_")
-
-
-def split_env(env):
-    """(on the command line, on stdin) parts of an environment."""
-    public = {k: v for k, v in env.items() if k in COMMAND_LINE_KEYS or k.startswith(COMMAND_LINE_PREFIXES)}
-    return public, {k: v for k, v in env.items() if k not in public}
-
-
 def module_runner(module):
     """run(argv, env=None, timeout=60, data=None) -> CommandResult, through AnsibleModule.run_command."""
 
@@ -86,16 +75,9 @@ def module_runner(module):
     return run
 
 
-def python_call(python, script, args=(), env=None):
-    """(argv, command-line env, stdin) of `python -c script args...` under exactly env: the command-line part via
-    env -i, the rest as JSON on stdin (the script starts with os.environ.update(json.load(sys.stdin)))."""
-    public, private = split_env(env or {})
-    return [python, "-c", script, *args], public, json.dumps(private)
-
-
 def run_python(run, python, script, args=(), env=None, timeout=60):
-    """Run `python -c script args...` under exactly env (python_call)."""
-    argv, public, data = python_call(python, script, args, env)
+    """Run `python -c script args...` under exactly env (service_env.python_call)."""
+    argv, public, data = service_env.python_call(python, script, args, env)
     return run(argv, env=public, timeout=timeout, data=data)
 
 

@@ -8,7 +8,7 @@ Only used with probe=true: it imports torch and flashinfer (seconds, not millise
 from __future__ import annotations
 
 # Runs as `env -i <command-line part> <venv>/bin/python -c PROBE_SCRIPT` with the rest of the service
-# environment as JSON on stdin (commands.split_env): exactly the service environment, no secret in argv.
+# environment as JSON on stdin (service_env.split_env): exactly the service environment, no secret in argv.
 # flashinfer.jit.cpp_ext.get_cuda_path/get_cuda_version and compilation_context.CompilationContext
 # exist under these names in every version 0.4.0 .. 0.7.4.
 PROBE_SCRIPT = r"""

@@ -18,8 +18,8 @@ import contextlib
 import os
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.commands import split_env
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda_toolkits import RELEASE_RE
+from ansible_collections.blackwell.inference.plugins.module_utils.service_env import split_env
 
 # Newest FlashInfer whose source was read for these rules; newer ones get the newest rules + a note.
 VERIFIED_UP_TO = (0, 7, 4)

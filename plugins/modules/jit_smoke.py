@@ -138,6 +138,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils import (
     flashinfer_rules,
     jit_smoke,
     nvidia_smi,
+    service_env,
     systemd_env,
 )
 
@@ -199,7 +200,7 @@ def run_module():
         env.setdefault("HOME", account.pw_dir)
         if account.pw_uid != os.geteuid():
             as_user = as_user_runner(run, account)
-    public = commands.split_env(env)[0]
+    public = service_env.split_env(env)[0]
     if module.check_mode:
         module.exit_json(changed=False, launched=False, steps={}, msg="check mode: nothing compiled, launched or warmed")
 
@@ -221,7 +222,7 @@ def run_module():
     # FlashInfer's warm-up needs nothing from the saxpy steps: it runs beside them (its import alone takes seconds)
     warm_job = None
     if p["warm"]:
-        argv, public_env, data = commands.python_call(os.path.join(p["venv"], "bin", "python"), jit_smoke.WARM_SCRIPT, p["warm"], env)
+        argv, public_env, data = service_env.python_call(os.path.join(p["venv"], "bin", "python"), jit_smoke.WARM_SCRIPT, p["warm"], env)
         warm_start = time.monotonic()
         warm_job = commands.Background(as_user, argv, env=public_env, timeout=p["timeout"], data=data)
     try:

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands
 from ansible_collections.blackwell.inference.plugins.module_utils import cuda_toolkits as ct
+from ansible_collections.blackwell.inference.plugins.module_utils import service_env
 
 from .fakehost import NVCC_12_8, NVCC_13_0, real_run
 
@@ -95,7 +95,7 @@ def test_run_keeps_os_error_class(tmp_path):
 
 
 def test_split_env_keeps_secrets_for_stdin():
-    public, private = commands.split_env(
+    public, private = service_env.split_env(
         {
             "PATH": "/bin",
             "HOME": "/root",
