@@ -18,6 +18,7 @@ import contextlib
 import os
 import re
 
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda_toolkits import RELEASE_RE
 from ansible_collections.blackwell.inference.plugins.module_utils.service_env import split_env
 
@@ -212,7 +213,10 @@ def detect_archs(band, ccs, cuda_version):
 
 
 def arch_name(arch):
-    return "%d%s" % arch
+    """FlashInfer's (major, 'minor[a|f]') -> its target spelling, e.g. '120a' (cuda_arch.target)."""
+    major, minor_s = arch
+    minor = minor_s.rstrip("af")
+    return cuda_arch.target(major, int(minor), minor_s[len(minor) :])
 
 
 def sorted_arch_names(archs):

@@ -1,10 +1,18 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure pieces of the JIT smoke: which archs, the saxpy kernel, the FlashInfer warm-up script."""
+"""Pure pieces of the JIT smoke: which archs, the saxpy kernel, the FlashInfer warm-up script.
+
+Also imported by the boot-time validator on the host, with cuda_arch beside it (stdlib only, no Ansible).
+"""
 
 from __future__ import annotations
 
 import re
+
+try:
+    from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch
+except ImportError:  # the boot validator's copy: cuda_arch.py is installed beside this file
+    import cuda_arch
 
 # A real kernel with a checkable result: y = a*x + y over 1M floats, verified on the host.
 SAXPY_CU = r"""
@@ -112,18 +120,11 @@ sys.exit(1 if out["error"] else 0)
 # FlashInfer JIT modules the warm-up knows: sampling (SGLang's sampler; a cold build is minutes of CPU) and
 # quantization (packbits, which FlashInfer's attention wrappers load for custom masks; about a minute of CPU)
 WARMABLE = ("sampling", "quantization")
-_ARCH_ENTRY = re.compile(r"^(\d+)\.(\d+)([af]?)$")
 
 
 def nvcc_arch(entry):
-    """'12.0a' / '12.0' / '9.0' / '8.9' -> 'sm_120a' / 'sm_120a' / 'sm_90a' / 'sm_89' (a-suffix from 9.0 on)."""
-    m = _ARCH_ENTRY.match(entry.strip())
-    if not m:
-        raise ValueError("arch %r is not MAJOR.MINOR[a|f]" % entry)
-    major, minor, suffix = int(m.group(1)), int(m.group(2)), m.group(3)
-    if not suffix and major >= 9:
-        suffix = "a"
-    return "sm_%d%d%s" % (major, minor, suffix)
+    """'12.0a' / '12.0' / '9.0' / '8.9' -> 'sm_120a' / 'sm_120a' / 'sm_90a' / 'sm_89' (cuda_arch.nvcc_for_entry)."""
+    return cuda_arch.nvcc_for_entry(entry)
 
 
 def archs_for(env, compute_capabilities):

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch
+
 _ANY_POST = 1 << 16  # the last release read stands for its post releases too
 # (first version, last version read, the variable set_cuda_arch writes); versions as (major, minor, patch, post)
 RULES = (
@@ -71,8 +73,8 @@ def worker_arch_list(cc):
     m = _CC.match(str(cc))
     if not m:
         raise ValueError("compute capability %r is not MAJOR.MINOR" % (cc,))
-    major = int(m.group(1))
-    return "%d.%s%s" % (major, m.group(2), "a" if major >= 9 else "")
+    major, minor = int(m.group(1)), int(m.group(2))
+    return cuda_arch.entry(major, minor, "a" if major >= 9 else "")  # SGLang's rule: the arch-specific code from 9.0
 
 
 def _enabled(env):

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure pieces of the service role: its environment from facts, the ready verdict, the marker.
 
-Also imported by the boot-time validator on the host (stdlib only, no Ansible).
+Also imported by the boot-time validator on the host, with cuda_arch beside it (stdlib only, no Ansible).
 """
 
 from __future__ import annotations
@@ -13,10 +13,14 @@ import json
 import posixpath
 import re
 
+try:
+    from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch
+except ImportError:  # the boot validator's copy: cuda_arch.py is installed beside this file
+    import cuda_arch
+
 # systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04): what a unit without
 # Environment=PATH=... sees, and what the role's PATH ends with. Its one home: every module reads it from here.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_TARGET = re.compile(r"^(\d+)(\d)([af]?)$")
 _ERROR_LINE = re.compile(r"(fatal )?error: .*")
 # Written by the role, never taken from sglang_service_environment (they come from the facts).
 MANAGED_KEYS = (
@@ -32,13 +36,7 @@ MANAGED_KEYS = (
 
 def arch_list(target_archs):
     """FlashInfer's own target archs ('120a', '90a') -> FLASHINFER_CUDA_ARCH_LIST ('9.0a 12.0a')."""
-    entries = []
-    for arch in target_archs:
-        m = _TARGET.match(str(arch))
-        if not m:
-            raise ValueError("target arch %r is not FlashInfer's MAJORMINOR[a|f] spelling" % arch)
-        entries.append((int(m.group(1)), int(m.group(2)), m.group(3)))
-    return " ".join("%d.%d%s" % e for e in sorted(set(entries)))
+    return cuda_arch.entries_for_targets(target_archs)
 
 
 def workspace(cache_dir, venv_target):

@@ -72,9 +72,9 @@ options:
         service's venv link), C(request_timeout) (default 5) and C(sample_timeout) (default 30; a service slower than
         that is left to M(blackwell.inference.service_health)). Returned as RV(health). A C(sample_body) that would not
         reach FlashInfer's sampling is refused.
-      - It does not look (RV(health.not_looked) says why) unless the ready marker says ready and was written for the
-        venv the link points at now - a sampled request to a service whose venv link moved under it makes it load
-        code from the new venv.
+      - It does not look (C(not_looked) in RV(health) says why) unless the ready marker says ready and was written
+        for the venv the link points at now - a sampled request to a service whose venv link moved under it makes it
+        load code from the new venv.
     type: dict
   summary_facts:
     description:
