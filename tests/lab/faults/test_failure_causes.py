@@ -56,6 +56,17 @@ def fail(run):
     return result, run("journalctl -u %s --no-pager -o cat --since %s" % (UNIT, shlex.quote(since)))
 
 
+def signal_unit(sig):
+    """Shell: SIG to every process of the unit $U - its main process first (a stopped one forks no more), then the rest
+    of its cgroup (the lab's hybrid hierarchy: systemd's name=systemd one, else the unified one). What `systemctl kill`
+    does; in the lab's nspawn machines systemd fails to signal a unit's other processes at times (EIO)."""
+    return (
+        'kill -%s "$(systemctl show -p MainPID --value $U)"; cg=$(systemctl show -p ControlGroup --value $U); '
+        "for f in /sys/fs/cgroup/systemd$cg/cgroup.procs /sys/fs/cgroup/unified$cg/cgroup.procs /sys/fs/cgroup$cg/cgroup.procs; do "
+        '[ -r "$f" ] && { xargs -r kill -%s < "$f"; break; }; done' % (sig, sig)
+    )
+
+
 def ask(cuda_version=None):
     """service_health as verify asks it (one look, no failure), with cuda_version as a caller may give it."""
     args = {"url": "http://127.0.0.1:30000/health", "unit": UNIT, "timeout": 0, "must_answer": False}
@@ -252,7 +263,7 @@ def test_a_service_systemd_keeps_restarting_is_explained_from_the_run_before_whi
     wait = (
         "U=%s; inv=$(systemctl show -p InvocationID --value $U); "
         'until [ "$(systemctl show -p NRestarts --value $U)" -ge 1 ] && [ "$(systemctl show -p InvocationID --value $U)" != "$inv" ] '
-        '&& [ "$(systemctl show -p ActiveState --value $U)" = active ]; do sleep 0.05; done; systemctl kill -s STOP $U' % UNIT
+        '&& [ "$(systemctl show -p ActiveState --value $U)" = active ]; do sleep 0.05; done; %s' % (UNIT, signal_unit("STOP"))
     )
     run("timeout 180 sh -c %s" % shlex.quote(wait))
     try:
@@ -266,4 +277,4 @@ def test_a_service_systemd_keeps_restarting_is_explained_from_the_run_before_whi
         assert cause["run"] == "previous" and "requires GPUs with sm75 or higher" in cause["line"], res
         assert "the run systemd restarted it from says why" in res["msg"] and "NRestarts=" in res["msg"], res["msg"]
     finally:
-        run("systemctl kill -s CONT %s; rm -f %s; systemctl daemon-reload; systemctl stop %s; systemctl reset-failed %s || true" % (UNIT, FAULT, UNIT, UNIT))
+        run("U=%s; %s; rm -f %s; systemctl daemon-reload; systemctl stop $U; systemctl reset-failed $U || true" % (UNIT, signal_unit("CONT"), FAULT))
