@@ -4,21 +4,8 @@
 from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan, jit_smoke
-
-
-def _guard(func):
-    """The filter's refusal (cuda_plan.PlanError, a ValueError) as Ansible's filter error, with its message."""
-
-    def wrapped(*args, **kw):
-        try:
-            return func(*args, **kw)
-        except ValueError as exc:
-            raise AnsibleFilterError(str(exc)) from exc
-
-    return wrapped
+from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import guard
 
 
 def cuda_package_changes(plan, dpkg_query_stdout):
@@ -36,12 +23,12 @@ def cuda_driver_too_old(driver_version, min_driver):
 class FilterModule:
     def filters(self):
         return {
-            "cuda_package_plan": _guard(cuda_plan.plan),
+            "cuda_package_plan": guard(cuda_plan.plan),
             "cuda_package_changes": cuda_package_changes,
             "cuda_dpkg_state": cuda_dpkg_state,
             "cuda_driver_too_old": cuda_driver_too_old,
-            "cuda_nvcc_arch": _guard(jit_smoke.nvcc_arch),
-            "cuda_toolkit_home": _guard(cuda_plan.home),
+            "cuda_nvcc_arch": guard(jit_smoke.nvcc_arch),
+            "cuda_toolkit_home": guard(cuda_plan.home),
             "cuda_toolkit_summary": cuda_plan.summarize,
             "cuda_toolkit_line": cuda_plan.summary_line,
             "cuda_compile_needed": cuda_plan.compile_needed,

@@ -4,19 +4,8 @@
 from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health, service_http, service_list, service_plan, sglang_service
-
-
-def _guard(func):
-    def wrapped(*args, **kw):
-        try:
-            return func(*args, **kw)
-        except ValueError as exc:
-            raise AnsibleFilterError(str(exc)) from exc
-
-    return wrapped
+from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import guard
 
 
 def sample_refusal(request):
@@ -37,23 +26,23 @@ def needs_validation(marker, digest, vouched=None):
 class FilterModule:
     def filters(self):
         return {
-            "sglang_service_environment": _guard(sglang_service.environment),
-            "sglang_service_arch_list": _guard(sglang_service.arch_list),
-            "sglang_service_arch_choice": _guard(service_plan.arch_choice),
-            "sglang_service_plan": _guard(service_plan.plan),
+            "sglang_service_environment": guard(sglang_service.environment),
+            "sglang_service_arch_list": guard(sglang_service.arch_list),
+            "sglang_service_arch_choice": guard(service_plan.arch_choice),
+            "sglang_service_plan": guard(service_plan.plan),
             "sglang_service_probe_env": service_plan.probe_environment,
             "sglang_service_environment_refusal": service_plan.environment_refusal,
             "sglang_service_extra_services": service_list.extra_services,
             "sglang_service_host_verdict": service_list.host_verdict,
-            "sglang_service_systemd_quote": _guard(sglang_service.systemd_quote),
+            "sglang_service_systemd_quote": guard(sglang_service.systemd_quote),
             "sglang_service_inputs": sglang_service.inputs,
             "sglang_service_digest": sglang_service.inputs_digest,
-            "sglang_service_readiness": _guard(sglang_service.readiness),
+            "sglang_service_readiness": guard(sglang_service.readiness),
             "sglang_service_verdict": verdict,
             "sglang_service_needs_validation": needs_validation,
             "sglang_service_health_stands": sglang_service.health_stands,
             "sglang_service_base_url": service_http.base_url,
-            "sglang_service_marker": _guard(sglang_service.marker),
+            "sglang_service_marker": guard(sglang_service.marker),
             "sglang_service_rollback_note": sglang_service.rollback_note,
             "sglang_service_last_good_policy": sglang_service.last_good_policy,
             "sglang_service_stale_workspaces": sglang_service.stale_workspaces,
