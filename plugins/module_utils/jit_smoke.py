@@ -7,12 +7,15 @@ Also imported by the boot-time validator on the host, with cuda_arch beside it (
 
 from __future__ import annotations
 
+import json
 import re
 
 try:
     from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch
 except ImportError:  # the boot validator's copy: cuda_arch.py is installed beside this file
     import cuda_arch
+
+GPU_DEVICE = "/dev/nvidia0"
 
 # A real kernel with a checkable result: y = a*x + y over 1M floats, verified on the host.
 SAXPY_CU = r"""
@@ -145,3 +148,47 @@ def launch_result(rc, stdout, stderr):
     if rc == 0 and m:
         return True, "max_error=" + m.group(1)
     return False, ((stdout or "") + (stderr or "")).strip() or "exit %s" % rc
+
+
+def warm_result(rc, stdout, stderr, seconds):
+    """(ok, the warm step) from the warm-up script's run: its last JSON line, or why there is none."""
+    lines = [ln for ln in (stdout or "").splitlines() if ln.strip().startswith("{")]
+    try:
+        warm = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        warm = None
+    if not isinstance(warm, dict):
+        warm = {"error": ((stderr or "").strip() or "the warm-up printed no result")[-2000:]}
+    warm["seconds"] = seconds
+    return not warm.get("error") and rc == 0, warm
+
+
+def run_steps(compile_saxpy, launch_saxpy, warm, launch="auto", gpu_present=True):
+    """The smoke's steps in one order, for the jit_smoke module and the boot validator: (failure or None, steps, the
+    failed step's command output or None).
+
+    compile_saxpy() and launch_saxpy() run their step: (ok, step, output). warm is None, or the wait for FlashInfer's
+    warm-up that the caller started before this (it needs nothing from the saxpy steps, so it runs beside them):
+    warm() -> (ok, step, output). A failed saxpy step ends the smoke before the warm-up is judged (the caller stops
+    it). launch: auto (on a GPU host), always (a host without a GPU fails), never."""
+    steps = {}
+    ok, steps["compile"], output = compile_saxpy()
+    if not ok:
+        return "the saxpy kernel does not compile with %s for %s" % (steps["compile"]["nvcc"], " ".join(steps["compile"]["archs"])), steps, output
+    if launch == "never":
+        steps["launch"] = {"launched": False, "ok": None, "reason": "launch=never"}
+    elif not gpu_present:
+        steps["launch"] = {"launched": False, "ok": None, "reason": "no GPU device node (%s)" % GPU_DEVICE}
+        if launch == "always":
+            return "launch=always but this host has no GPU device node (%s)" % GPU_DEVICE, steps, None
+    else:
+        ok, steps["launch"], output = launch_saxpy()
+        if not ok:
+            return "the saxpy kernel ran but failed: %s" % steps["launch"]["detail"], steps, output
+    if warm is not None:
+        ok, steps["warm"], output = warm()
+        if not ok:
+            return "FlashInfer's JIT warm-up failed in the service environment: %s" % steps["warm"].get("error"), steps, output
+        if steps["warm"].get("gpu_run") and not steps["warm"]["gpu_run"]["ok"]:
+            return "FlashInfer sampling ran on the GPU but returned bad samples", steps, None
+    return None, steps, None

@@ -142,8 +142,6 @@ from ansible_collections.blackwell.inference.plugins.module_utils import (
     systemd_env,
 )
 
-GPU_DEVICE = "/dev/nvidia0"
-
 
 def timed(func, *args, **kw):
     start = time.monotonic()
@@ -216,57 +214,41 @@ def run_module():
     if not archs:
         module.fail_json(msg="nothing to compile for: no FLASHINFER_CUDA_ARCH_LIST in the service environment, no GPU found, no archs given")
 
-    steps = {}
     work = tempfile.mkdtemp(prefix="blackwell-jit-smoke-")
     os.chmod(work, 0o755)  # noqa: S103 - the binary is launched as the service user
+    src, binary = os.path.join(work, "saxpy.cu"), os.path.join(work, "saxpy")
     # FlashInfer's warm-up needs nothing from the saxpy steps: it runs beside them (its import alone takes seconds)
-    warm_job = None
+    warm_job = warm_start = None
     if p["warm"]:
         argv, public_env, data = service_env.python_call(os.path.join(p["venv"], "bin", "python"), jit_smoke.WARM_SCRIPT, p["warm"], env)
         warm_start = time.monotonic()
         warm_job = commands.Background(as_user, argv, env=public_env, timeout=p["timeout"], data=data)
-    try:
-        src = os.path.join(work, "saxpy.cu")
+
+    def compile_saxpy():
         with open(src, "w") as fh:
             fh.write(jit_smoke.SAXPY_CU)
-        binary = os.path.join(work, "saxpy")
         res, secs = timed(run, jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary), env=public, timeout=p["timeout"])
-        steps["compile"] = {"ok": res.ok, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}
-        if not res.ok:
-            module.fail_json(msg="the saxpy kernel does not compile with %s for %s" % (nvcc, " ".join(archs)), steps=steps, **res.as_dict())
+        return res.ok, {"ok": res.ok, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}, res.as_dict()
 
-        if p["launch"] == "never":
-            steps["launch"] = {"launched": False, "ok": None, "reason": "launch=never"}
-        elif not os.path.exists(GPU_DEVICE):
-            steps["launch"] = {"launched": False, "ok": None, "reason": "no GPU device node (%s)" % GPU_DEVICE}
-            if p["launch"] == "always":
-                module.fail_json(msg="launch=always but this host has no GPU device node (%s)" % GPU_DEVICE, steps=steps)
-        else:
-            res, secs = timed(as_user, [binary], env=public, timeout=p["timeout"])
-            ok, detail = jit_smoke.launch_result(res.rc, res.stdout, res.stderr)
-            steps["launch"] = {"launched": True, "ok": ok, "detail": detail, "seconds": secs}
-            if not ok:
-                module.fail_json(msg="the saxpy kernel ran but failed: %s" % detail, steps=steps, **res.as_dict())
+    def launch_saxpy():
+        res, secs = timed(as_user, [binary], env=public, timeout=p["timeout"])
+        ok, detail = jit_smoke.launch_result(res.rc, res.stdout, res.stderr)
+        return ok, {"launched": True, "ok": ok, "detail": detail, "seconds": secs}, res.as_dict()
 
-        changed = False
-        if warm_job:
-            res = warm_job.wait()
-            secs = round(time.monotonic() - warm_start, 2)
-            try:
-                warm = commands.last_json_line(res.stdout)
-            except ValueError:
-                warm = {"error": "the warm-up printed no result"}
-            warm["seconds"] = secs
-            steps["warm"] = warm
-            if warm.get("error") or not res.ok:
-                module.fail_json(msg="FlashInfer's JIT warm-up failed in the service environment: %s" % warm.get("error"), steps=steps, **res.as_dict())
-            changed = any(m["compiled"] for m in warm["modules"])
-            if warm.get("gpu_run") and not warm["gpu_run"]["ok"]:
-                module.fail_json(msg="FlashInfer sampling ran on the GPU but returned bad samples", steps=steps)
+    def warm():
+        res = warm_job.wait()
+        ok, step = jit_smoke.warm_result(res.rc if res.os_error is None else -1, res.stdout, res.stderr, round(time.monotonic() - warm_start, 2))
+        return ok, step, res.as_dict()
+
+    try:
+        failure, steps, output = jit_smoke.run_steps(compile_saxpy, launch_saxpy, warm if warm_job else None, p["launch"], os.path.exists(jit_smoke.GPU_DEVICE))
     finally:
         if warm_job:
-            warm_job.stop()  # ended already, unless a step above failed (fail_json exits through here): never left behind
+            warm_job.stop()  # ended already, unless a saxpy step failed first: never left running behind the module
         shutil.rmtree(work, ignore_errors=True)
+    if failure:
+        module.fail_json(msg=failure, steps=steps, **(output or {}))
+    changed = any(m["compiled"] for m in steps.get("warm", {}).get("modules", []))
     module.exit_json(changed=changed, launched=steps["launch"]["launched"], steps=steps)
 
 

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jit_smoke
 import sglang_service
 
-GPU_DEVICE = "/dev/nvidia0"
+GPU_DEVICE = jit_smoke.GPU_DEVICE
 # At boot the driver may still be loading (nvidia-persistenced, udev): wait this long for the device node
 # before a host that must launch a kernel is judged without one.
 DEVICE_WAIT = 120
@@ -43,45 +43,84 @@ def run(argv, timeout, user=None, data=None):
     return rc, out, err, round(time.monotonic() - start, 2)
 
 
+def start(argv, user=None, data=""):
+    """A command started now, its stdin written at once, collected by finish() (the warm-up runs beside the saxpy
+    steps)."""
+    if user:
+        argv = ["setpriv", "--reuid=%d" % user.pw_uid, "--regid=%d" % user.pw_gid, "--init-groups", "--", *argv]
+    begun = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as exc:
+        return None, begun, str(exc)
+    try:
+        proc.stdin.write(data)
+    except BrokenPipeError:
+        pass  # it exited without reading: its status says why
+    finally:
+        proc.stdin.close()
+        proc.stdin = None  # written and closed: communicate() only reads
+    return proc, begun, None
+
+
+def finish(started, timeout):
+    proc, begun, error = started
+    if proc is None:
+        return -1, "", error, 0.0
+    try:
+        out, err = proc.communicate(timeout=max(1, timeout - (time.monotonic() - begun)))
+        rc = proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        proc.kill()
+        out, err = proc.communicate()
+        rc, err = -1, "%s\n%s" % (err, exc)
+    return rc, out, err, round(time.monotonic() - begun, 2)
+
+
 def smoke(cfg, user):
-    """(failure message or None, steps)"""
-    steps = {}
+    """(failure message or None, steps): jit_smoke.run_steps, the jit_smoke module's sequence."""
     cuda_home = os.environ.get("CUDA_HOME", "")
     nvcc = os.path.join(cuda_home, "bin", "nvcc")
     try:
         archs = jit_smoke.archs_for(os.environ, cfg.get("archs", "").split())
     except ValueError as exc:
-        return "archs: %s" % exc, steps
+        return "archs: %s" % exc, {}
     work = tempfile.mkdtemp(prefix="blackwell-boot-smoke-")
-    try:
-        os.chmod(work, 0o755)  # noqa: S103 - the binary is launched as the service user
-        src, binary = os.path.join(work, "saxpy.cu"), os.path.join(work, "saxpy")
+    os.chmod(work, 0o755)  # noqa: S103 - the binary is launched as the service user
+    src, binary = os.path.join(work, "saxpy.cu"), os.path.join(work, "saxpy")
+    warm_job = None
+    if cfg["warm"]:
+        warm_job = start([os.path.join(cfg["venv"], "bin", "python"), "-c", jit_smoke.WARM_SCRIPT, *cfg["warm"]], user, data="{}")
+
+    def output(rc, out, err):
+        return {"rc": rc, "stdout": out, "stderr": err}
+
+    def compile_saxpy():
         with open(src, "w") as fh:
             fh.write(jit_smoke.SAXPY_CU)
         rc, out, err, secs = run(jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary), cfg["timeout"])
-        steps["compile"] = {"ok": rc == 0, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}
-        if rc != 0:
-            return "the saxpy kernel does not compile with %s: %s" % (nvcc, (err or out).strip()[-2000:]), steps
-        if not os.path.exists(GPU_DEVICE):
-            steps["launch"] = {"launched": False, "ok": None, "reason": "no GPU device node (%s)" % GPU_DEVICE}
-        else:
-            rc, out, err, secs = run([binary], cfg["timeout"], user)
-            ok, detail = jit_smoke.launch_result(rc, out, err)
-            steps["launch"] = {"launched": True, "ok": ok, "detail": detail, "seconds": secs}
-            if not ok:
-                return "the saxpy kernel ran but failed: %s" % detail, steps
+        return rc == 0, {"ok": rc == 0, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}, output(rc, out, err)
+
+    def launch_saxpy():
+        rc, out, err, secs = run([binary], cfg["timeout"], user)
+        ok, detail = jit_smoke.launch_result(rc, out, err)
+        return ok, {"launched": True, "ok": ok, "detail": detail, "seconds": secs}, output(rc, out, err)
+
+    def warm():
+        rc, out, err, secs = finish(warm_job, cfg["timeout"])
+        ok, step = jit_smoke.warm_result(rc, out, err, secs)
+        return ok, step, output(rc, out, err)
+
+    try:
+        failure, steps, failed = jit_smoke.run_steps(compile_saxpy, launch_saxpy, warm if warm_job else None, "auto", os.path.exists(GPU_DEVICE))
     finally:
+        if warm_job and warm_job[0] is not None and warm_job[0].poll() is None:  # a saxpy step failed first
+            warm_job[0].kill()
+            warm_job[0].communicate()
         shutil.rmtree(work, ignore_errors=True)
-    if cfg["warm"]:
-        python = os.path.join(cfg["venv"], "bin", "python")
-        rc, out, err, secs = run([python, "-c", jit_smoke.WARM_SCRIPT, *cfg["warm"]], cfg["timeout"], user, data="{}")
-        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-        warm = json.loads(lines[-1]) if lines else {"error": (err or "the warm-up printed no result").strip()[-2000:]}
-        warm["seconds"] = secs
-        steps["warm"] = warm
-        if warm.get("error") or rc != 0:
-            return "FlashInfer's JIT warm-up failed: %s" % warm.get("error"), steps
-    return None, steps
+    if failure and failed and failure.startswith("the saxpy kernel does not compile"):
+        failure += ": " + (failed["stderr"] or failed["stdout"]).strip()[-2000:]
+    return failure, steps
 
 
 def wait_for_device(seconds):
