@@ -25,6 +25,17 @@ def base_url(listen):
     return "http://%s:%s" % (host, (listen or {}).get("port", 30000))
 
 
+def unit_state(module, unit):
+    """The unit's state as systemd shows it (service_health.parse_show); {} without a unit. Fails the module with
+    rc/stdout/stderr when systemctl does."""
+    if not unit:
+        return {}
+    rc, out, err = module.run_command(health.show_argv(unit))
+    if rc != 0:
+        module.fail_json(msg="systemctl show %s failed" % unit, rc=rc, stdout=out, stderr=err)
+    return health.parse_show(out)
+
+
 def ask(url, timeout):
     """The HTTP status of a GET; -1 when nothing answered."""
     try:

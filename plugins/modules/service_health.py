@@ -218,12 +218,7 @@ def main():
         module.fail_json(msg="sample_body: %s" % refused)
 
     def unit_state():
-        if not p["unit"]:
-            return {}
-        rc, out, err = module.run_command(health.show_argv(p["unit"]))
-        if rc != 0:
-            module.fail_json(msg="systemctl show %s failed" % p["unit"], rc=rc, stdout=out, stderr=err)
-        return health.parse_show(out)
+        return service_http.unit_state(module, p["unit"])
 
     # one runner for the facts and the journal's CUDA lookup: each nvcc answers once
     run = commands.CachingRunner(commands.module_runner(module))

@@ -288,12 +288,7 @@ def look(module, given, listen, marker):
     base = service_http.base_url(listen)
 
     def unit_state():
-        if not kw.get("unit"):
-            return {}
-        rc, out, err = module.run_command(health_logic.show_argv(kw["unit"]))
-        if rc != 0:
-            module.fail_json(msg="systemctl show %s failed" % kw["unit"], rc=rc, stdout=out, stderr=err)
-        return health_logic.parse_show(out)
+        return service_http.unit_state(module, kw.get("unit"))
 
     try:
         timeouts = int(kw.get("request_timeout", 5)), int(kw.get("sample_timeout", 30))
