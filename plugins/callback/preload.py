@@ -17,13 +17,26 @@ description:
     options come from their documentation), once in ansible-playbook's own process, before any task forks, so every
     task inherits them loaded. It prints nothing and changes no result.
   - A plugin that fails to load here is left alone; the task that uses it reports the error as before.
+  - When the playbook starts, a process of its own (at the lowest CPU priority) builds the payloads that ansible-core
+    sends to the host for this collection's modules and the core modules the roles run, the ones a run reaches first
+    first, into this run's payload cache. A task otherwise builds its module's payload the first time the run uses that
+    module (about 0.1 s each, on the task's path). ansible-core locks each payload while it is built and reads a
+    finished one only, so a task never sees half of one; a payload this process did not get to is built by its task as
+    before. It stops when ansible-playbook is gone.
   - Enable it in C(ansible.cfg) with C(callbacks_enabled = blackwell.inference.preload).
 requirements:
   - enabled in C(callbacks_enabled)
 """
 
+import os
+
+from ansible import constants as C
+from ansible.executor import module_common
+from ansible.parsing.dataloader import DataLoader
 from ansible.plugins import loader
 from ansible.plugins.callback import CallbackBase
+from ansible.template import Templar
+from ansible.utils.multiprocessing import context as multiprocessing_context
 
 from ansible_collections.blackwell.inference.plugins.plugin_utils import preload
 
@@ -37,3 +50,38 @@ class CallbackModule(CallbackBase):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.loaded = preload.preload({kind: getattr(loader, kind + "_loader") for kind in preload.LOOKUPS})
+        self.builder = None
+
+    def v2_playbook_on_start(self, playbook):
+        # forked like ansible's own workers, before any play starts its threads; daemonic: ended with ansible-playbook
+        self.builder = multiprocessing_context.Process(target=_build_payloads, args=(os.getpid(),), daemon=True)
+        try:
+            self.builder.start()
+        except OSError:  # no process to spare: each task builds its own payload, as without this callback
+            self.builder = None
+
+
+def _build_payloads(parent):
+    """In the builder process: each payload into this run's cache (C.DEFAULT_LOCAL_TMP, inherited), while the run
+    lasts."""
+    os.nice(19)
+    templar = Templar(loader=DataLoader())
+    compression = C.config.get_config_value("DEFAULT_MODULE_COMPRESSION")
+
+    def build(name):
+        found = loader.module_loader.find_plugin_with_context(name)
+        module_common.modify_module(
+            module_name=name,
+            module_path=found.plugin_resolved_path,
+            module_args={},
+            templar=templar,
+            # the payload's cache key is the module, the compression and ansible-core's debug extensions (none here);
+            # the interpreter only shapes the shebang, which is not cached
+            task_vars={"ansible_python_interpreter": "/usr/bin/python3"},
+            module_compression=compression,
+        )
+
+    def keep_going():
+        return os.getppid() == parent and os.path.isdir(C.DEFAULT_LOCAL_TMP)
+
+    preload.build_payloads(preload.payload_order(), build, keep_going)

@@ -83,6 +83,35 @@ LOOKUPS = {
 }
 
 
+# the modules whose payloads are built ahead, in the order a run reaches them: what a no-op run calls first (the lock, the
+# three roles' probes), then the rest of this collection's modules, then ansible-core's that the roles run. setup is
+# left to the facts task, which starts at once
+PAYLOADS_FIRST = ("host_lock", "toolkit_probe", "venv_probe", "service_probe", "cuda_facts", "service_health")
+BUILTIN_MODULES = ("stat", "file", "copy", "command", "systemd_service", "slurp", "apt", "get_url", "user", "group")
+
+
+def payload_order(plugins_dir=PLUGINS):
+    """Fully qualified names of the modules whose payloads are built ahead, first needed first."""
+    own = names(plugins_dir)["module"]
+    first = [COLLECTION + "." + n for n in PAYLOADS_FIRST if COLLECTION + "." + n in own]
+    return first + [n for n in own if n not in first] + ["ansible.builtin." + n for n in BUILTIN_MODULES]
+
+
+def build_payloads(modules, build, keep_going=lambda: True):
+    """Build each module's payload with build(name), in order, while keep_going() holds; returns the names built. A
+    build that fails is skipped: the task that runs the module builds it again and reports the error."""
+    built = []
+    for name in modules:
+        if not keep_going():
+            break
+        try:
+            build(name)
+        except Exception:  # noqa: S112 - the task that runs the module builds it again and reports the error
+            continue
+        built.append(name)
+    return built
+
+
 def preload(loaders, plugins_dir=PLUGINS):
     """Look each name up with its kind's loader ({kind: loader}); returns {kind: number found}. A lookup that fails is
     skipped: the task that needs the plugin reports it."""

@@ -71,13 +71,17 @@ def env():
     return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1", BLACKWELL_INFERENCE_HEARTBEAT="0")
 
 
+def configured_callbacks():
+    """ansible.cfg's callbacks_enabled, as a list."""
+    with open(os.path.join(ROOT, "ansible.cfg"), encoding="utf-8") as fh:
+        line = re.search(r"^callbacks_enabled\s*=\s*(.*)$", fh.read(), re.M)
+    return [n.strip() for n in (line.group(1) if line else "").split(",") if n.strip()]
+
+
 def plain_callbacks():
     """ansible.cfg's callbacks without blackwell.inference.preload: a baseline play uses none of the collection's
     plugins, so it does not pay for loading them (which would make site.yml's ratio look better than it is)."""
-    with open(os.path.join(ROOT, "ansible.cfg"), encoding="utf-8") as fh:
-        line = re.search(r"^callbacks_enabled\s*=\s*(.*)$", fh.read(), re.M)
-    names = [n.strip() for n in (line.group(1) if line else "").split(",") if n.strip()]
-    return ",".join(n for n in names if n != "blackwell.inference.preload") or "ansible.builtin.default"
+    return ",".join(n for n in configured_callbacks() if n != "blackwell.inference.preload") or "ansible.builtin.default"
 
 
 def once(args, extra_env=None):
@@ -108,7 +112,12 @@ def first_converge():
     start = time.perf_counter()
     proc = subprocess.run(
         [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, "site.yml", "-l", HOST],
-        env=dict(env(), ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks", PROFILE_TASKS_TASK_OUTPUT_LIMIT="all"),
+        # the run as ansible.cfg configures it, with per-task times
+        env=dict(
+            env(),
+            ANSIBLE_CALLBACKS_ENABLED=",".join([*configured_callbacks(), "ansible.posix.profile_tasks"]),
+            PROFILE_TASKS_TASK_OUTPUT_LIMIT="all",
+        ),
         cwd=ROOT,
         capture_output=True,
         text=True,

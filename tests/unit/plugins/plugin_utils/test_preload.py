@@ -97,3 +97,77 @@ def test_preload_with_ansibles_own_loaders_finds_every_name():
 @pytest.mark.parametrize("kind", sorted(preload.LOOKUPS))
 def test_every_name_is_fully_qualified(kind):
     assert all(re.match(r"^(blackwell\.inference|ansible\.builtin)\.[a-z_]+$", n) for n in preload.names()[kind])
+
+
+def test_payload_order_puts_what_a_no_op_run_calls_first():
+    order = preload.payload_order()
+    own = preload.names()["module"]
+    first = ["blackwell.inference." + n for n in preload.PAYLOADS_FIRST]
+    assert order[: len(first)] == first
+    # every module of the collection once, then ansible-core's; setup is the facts task's own
+    assert sorted(order[: len(own)]) == own
+    assert order[len(own) :] == ["ansible.builtin." + n for n in preload.BUILTIN_MODULES]
+    assert len(set(order)) == len(order) and "ansible.builtin.setup" not in order
+
+
+def test_every_builtin_module_is_one_the_roles_run():
+    assert set(preload.BUILTIN_MODULES) <= set(preload.BUILTIN_ACTIONS)
+
+
+def test_build_payloads_skips_a_failure_and_stops_when_told():
+    asked = []
+
+    def build(name):
+        asked.append(name)
+        if name == "b":
+            raise RuntimeError("cannot build")
+
+    assert preload.build_payloads(["a", "b", "c"], build) == ["a", "c"]
+    assert asked == ["a", "b", "c"]
+    left = iter([True, False])
+    assert preload.build_payloads(["a", "b", "c"], build, lambda: next(left)) == ["a"]
+
+
+def test_the_callback_builds_payloads_into_the_runs_cache(tmp_path):
+    # a real ansible-playbook run: while its task waits, this collection's payloads appear in the run's own cache,
+    # built by the callback's process, not by a task
+    out = tmp_path / "cache.json"
+    play = tmp_path / "play.yml"
+    play.write_text(
+        "- hosts: localhost\n"
+        "  gather_facts: false\n"
+        "  tasks:\n"
+        "    - ansible.builtin.find:\n"
+        "        paths: %s\n"
+        "        recurse: true\n"
+        "        patterns: ['*-ZIP_*']\n"
+        "      register: found\n"
+        "      until: found.files | map(attribute='path') | select('search', '%s-ZIP_[A-Z]+-[a-z~]+$') | list | length > 0\n"
+        "      retries: 60\n"
+        "      delay: 0.5\n"
+        "    - ansible.builtin.copy:\n"
+        "        content: \"{{ found.files | map(attribute='path') | map('basename') | list | to_json }}\"\n"
+        "        dest: %s\n" % (tmp_path / "tmp", preload.PAYLOADS_FIRST[-1], out)
+    )
+    (tmp_path / "tmp").mkdir()
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+        ANSIBLE_CALLBACKS_ENABLED="blackwell.inference.preload",
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+    )
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local", str(play)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cached = json.loads(out.read_text())
+    for name in preload.PAYLOADS_FIRST:
+        assert re.search(r"^ansible_collections\.blackwell\.inference\.plugins\.modules\.%s-ZIP_[A-Z]+-[a-z~]+$" % name, "\n".join(cached), re.M), cached
