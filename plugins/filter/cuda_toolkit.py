@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan, jit_smoke
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch, cuda_plan, jit_smoke
 from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import guard
 
 
@@ -28,6 +28,7 @@ class FilterModule:
             "cuda_dpkg_state": cuda_dpkg_state,
             "cuda_driver_too_old": cuda_driver_too_old,
             "cuda_nvcc_arch": guard(jit_smoke.nvcc_arch),
+            "cuda_nvcc_arch_refusals": cuda_arch.nvcc_refusals,
             "cuda_toolkit_home": guard(cuda_plan.home),
             "cuda_toolkit_summary": cuda_plan.summarize,
             "cuda_toolkit_line": cuda_plan.summary_line,

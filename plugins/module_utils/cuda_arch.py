@@ -44,6 +44,11 @@ def parse_nvcc(text):
     return int(m.group(1)), int(m.group(2)), m.group(3)
 
 
+def nvcc_refusals(texts):
+    """The entries of a list of nvcc archs that are not sm_MAJORMINOR[a|f] (cuda_toolkit_verify_archs' check)."""
+    return [text for text in texts or [] if not _NVCC.match(str(text))]
+
+
 def entry(major, minor, suffix=""):
     """(12, 0, 'a') -> '12.0a'."""
     return "%d.%d%s" % (major, minor, suffix)

@@ -54,3 +54,23 @@ def test_the_components_spell_through_it():
     assert [flashinfer_rules.arch_name(a) for a in [(12, "0a"), (12, "0f"), (8, "9"), (10, "3a")]] == ["120a", "120f", "89", "103a"]
     # SGLang's per-worker rule: the arch-specific code from 9.0 on
     assert [sglang_rules.worker_arch_list(cc) for cc in ("12.0", "9.0", "8.9")] == ["12.0a", "9.0a", "8.9"]
+
+
+@pytest.mark.parametrize(
+    ("archs", "refused"),
+    [
+        ([], []),
+        (None, []),
+        (["sm_120a", "sm_120f", "sm_89", "sm_100a"], []),
+        (["compute_120"], ["compute_120"]),
+        (["sm_120a", "sm_5", "120a", "sm_120x", "12.0a"], ["sm_5", "120a", "sm_120x", "12.0a"]),
+    ],
+)
+def test_nvcc_refusals_are_what_parse_nvcc_refuses(archs, refused):
+    assert cuda_arch.nvcc_refusals(archs) == refused
+    for text in archs or []:
+        if text in refused:
+            with pytest.raises(ValueError):
+                cuda_arch.parse_nvcc(text)
+        else:
+            cuda_arch.parse_nvcc(text)
