@@ -27,6 +27,7 @@ class FilterModule:
             "cuda_package_changes": cuda_package_changes,
             "cuda_dpkg_state": cuda_dpkg_state,
             "cuda_driver_too_old": cuda_driver_too_old,
+            "cuda_toolkit_host_refusals": cuda_plan.host_refusals,
             "cuda_nvcc_arch": guard(jit_smoke.nvcc_arch),
             "cuda_nvcc_arch_refusals": cuda_arch.nvcc_refusals,
             "cuda_toolkit_home": guard(cuda_plan.home),

@@ -94,6 +94,55 @@ def driver_too_old(driver_version, min_driver):
     return key(driver_version) < key(min_driver)
 
 
+def _cc_key(cc):
+    try:
+        return tuple(int(x) for x in str(cc).split("."))
+    except ValueError:
+        return ()
+
+
+def host_refusals(facts, wanted, options):
+    """What the cuda_toolkit role refuses of the host as cuda_facts read it, each message naming what to change.
+
+    facts: ansible_facts['blackwell_cuda'] (toolkits, driver, compute_capabilities); wanted: the X.Y of every toolkit
+    wanted; options: root, default (cuda_toolkit_default), newest (the newest release wanted), min_driver (its minimum
+    driver, None when unknown), check_driver, require_open_kernel_module, live (--tags verify), check_mode, links (the
+    probe's reading of the links: error, verify_refusal)."""
+    facts = facts or {}
+    known = [t.get("dir_version") for t in facts.get("toolkits") or []] + list(wanted or [])
+    default = options.get("default") or ""
+    driver = facts.get("driver") or {}
+    answers = bool(driver.get("present")) and isinstance(driver.get("version"), str)
+    minimum = options.get("min_driver")
+    blackwell = [cc for cc in facts.get("compute_capabilities") or [] if _cc_key(cc) >= (10, 0)]
+    links = options.get("links") or {}
+    refusals = []
+    if default and not (re.match(r"^\d+\.\d+$", default) and default in known):
+        refusals.append(
+            "cuda_toolkit_default=%s must be the X.Y of a toolkit that is installed under %s or wanted in cuda_toolkit_versions"
+            " (known here: %s)." % (default, options.get("root"), ", ".join(str(k) for k in dict.fromkeys(known)))
+        )
+    if options.get("check_driver") and not (answers and (minimum is None or not driver_too_old(driver["version"], minimum))):
+        why = (
+            "no NVIDIA driver answers (%s)" % driver.get("error")
+            if not answers
+            else "driver %s (R%s, CUDA <= %s) is too old for CUDA %s, which needs >= %s"
+            % (driver["version"], driver.get("branch"), driver.get("cuda_version"), options.get("newest"), minimum)
+        )
+        refusals.append(
+            why + ". Upgrade the driver, or set cuda_toolkit_versions to releases it supports (or cuda_toolkit_check_driver=false for a host without GPUs)."
+        )
+    if options.get("require_open_kernel_module") and blackwell and driver.get("open_kernel_module") is False:
+        refusals.append(
+            "GPUs of compute capability %s (Blackwell) need NVIDIA's open kernel module, but the proprietary one is loaded:"
+            " reinstall the driver with the open modules, or set cuda_toolkit_require_open_kernel_module=false." % ", ".join(blackwell)
+        )
+    # --tags verify changes nothing: a link away from where the record says fails it here (a run without puts it back)
+    if options.get("live") and (links.get("error") is not None or (not options.get("check_mode") and links.get("verify_refusal") != "")):
+        refusals.append(links.get("error") or links.get("verify_refusal"))
+    return refusals
+
+
 def _recorded(record, toolkit, arch):
     """True when the record says this arch compiled with the toolkit's compile chain as it is now."""
     entry = (record or {}).get(toolkit.get("path")) or {}

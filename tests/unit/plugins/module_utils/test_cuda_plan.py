@@ -309,3 +309,72 @@ def test_home_is_the_newest_release_wanted(releases, root, expected):
 def test_home_refuses_what_is_not_a_release(releases):
     with pytest.raises(cp.PlanError, match="cuda_toolkit_versions"):
         cp.home(releases)
+
+
+# cuda_facts' reading of ct200 (8x RTX PRO 6000, open module, driver 580) and of a host on an older proprietary driver
+CT200 = {
+    "toolkits": [{"dir_version": "12.8", "version": "12.8"}, {"dir_version": "13.0", "version": "13.0"}],
+    "driver": {"present": True, "version": "580.95.05", "branch": "580", "cuda_version": "13.0", "open_kernel_module": True, "error": None},
+    "compute_capabilities": ["12.0"] * 8,
+}
+OLD = {
+    "toolkits": [{"dir_version": "12.8", "version": "12.8"}],
+    "driver": {"present": True, "version": "570.124.06", "branch": "570", "cuda_version": "12.8", "open_kernel_module": False, "error": None},
+    "compute_capabilities": ["12.0", "8.9"],
+}
+NO_DRIVER = {"toolkits": [], "driver": {"present": False, "version": None, "error": "nvidia-smi: No such file or directory"}, "compute_capabilities": []}
+OPTIONS = {
+    "root": "/usr/local",
+    "default": "",
+    "newest": "13.0.2",
+    "min_driver": "580.65.06",
+    "check_driver": True,
+    "require_open_kernel_module": True,
+    "live": False,
+    "check_mode": False,
+    "links": {"error": None, "verify_refusal": ""},
+}
+
+
+@pytest.mark.parametrize(
+    ("facts", "wanted", "options", "refusals"),
+    [
+        (CT200, ["13.0"], {}, []),
+        (CT200, ["13.0"], {"default": "12.8"}, []),
+        (
+            CT200,
+            ["13.0"],
+            {"default": "13.1"},
+            [
+                "cuda_toolkit_default=13.1 must be the X.Y of a toolkit that is installed under /usr/local or wanted in"
+                " cuda_toolkit_versions (known here: 12.8, 13.0)."
+            ],
+        ),
+        (CT200, ["13.0"], {"default": "13"}, ["cuda_toolkit_default=13 must be the X.Y"]),
+        (CT200, ["13.0"], {"min_driver": None}, []),
+        (
+            OLD,
+            ["13.0"],
+            {},
+            [
+                "driver 570.124.06 (R570, CUDA <= 12.8) is too old for CUDA 13.0.2, which needs >= 580.65.06. Upgrade the"
+                " driver, or set cuda_toolkit_versions to releases it supports (or cuda_toolkit_check_driver=false for a host"
+                " without GPUs).",
+                "GPUs of compute capability 12.0 (Blackwell) need NVIDIA's open kernel module, but the proprietary one is"
+                " loaded: reinstall the driver with the open modules, or set cuda_toolkit_require_open_kernel_module=false.",
+            ],
+        ),
+        (OLD, ["13.0"], {"check_driver": False, "require_open_kernel_module": False}, []),
+        (NO_DRIVER, ["13.0"], {}, ["no NVIDIA driver answers (nvidia-smi: No such file or directory). Upgrade the driver"]),
+        (NO_DRIVER, ["13.0"], {"check_driver": False}, []),
+        # --tags verify: the links as the probe read them
+        (CT200, ["13.0"], {"live": True, "links": {"error": None, "verify_refusal": "/usr/local/cuda moved"}}, ["/usr/local/cuda moved"]),
+        (CT200, ["13.0"], {"live": True, "check_mode": True, "links": {"error": None, "verify_refusal": "/usr/local/cuda moved"}}, []),
+        (CT200, ["13.0"], {"live": True, "check_mode": True, "links": {"error": "cannot read it", "verify_refusal": ""}}, ["cannot read it"]),
+        (CT200, ["13.0"], {"live": False, "links": {"error": "cannot read /usr/local/cuda", "verify_refusal": "x"}}, []),
+    ],
+)
+def test_host_refusals(facts, wanted, options, refusals):
+    got = cp.host_refusals(facts, wanted, dict(OPTIONS, **options))
+    assert len(got) == len(refusals)
+    assert all(g.startswith(r) for g, r in zip(got, refusals, strict=True)), got
