@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -206,3 +207,40 @@ def prune_plan(venvs, this_dir, link_target, local_facts, keep):
     newest = [norm(v["path"]) for v in complete if norm(v["path"]) not in must]
     kept = must + newest[: max(int(keep) - len(must), 0)]
     return {"keep": kept, "remove": [p for p in dirs if p not in kept]}
+
+
+def inputs_plan(host, root, options):
+    """The venv these inputs name, and whether it has to be built: the preflight's decision.
+
+    host: the venv probe's reading (python.version, venvs, current); root: sglang_venv_root without a trailing slash;
+    options: python, requirements (the lock file's sha256, or the packages), no_index, index_url, extra_index_urls,
+    find_links, patches (their sha256s), no_deps (packages installed without dependencies), bytecode.
+    The venv's name is the first 16 hex digits of the sha256 of the inputs as sorted JSON. Keys are added only when
+    their option is not the default (no_deps when set, bytecode when off), so venvs built before those options keep
+    their names. Returns {inputs, hash, dir, site, this, build, previous}."""
+    version = (host.get("python") or {}).get("version") or ""
+    inputs = {
+        "python": options["python"],
+        "python_version": version,
+        "requirements": options["requirements"],
+        "index_url": "" if options.get("no_index") else options.get("index_url", ""),
+        "extra_index_urls": [] if options.get("no_index") else list(options.get("extra_index_urls") or []),
+        "find_links": list(options.get("find_links") or []),
+        "patches": list(options.get("patches") or []),
+    }
+    if options.get("no_deps"):
+        inputs["no_deps"] = list(options["no_deps"])
+    if not options.get("bytecode", True):
+        inputs["bytecode"] = False
+    name = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    this = next((v for v in host.get("venvs") or [] if v.get("name") == name), {})
+    directory = "%s/venvs/%s" % (root, name)
+    return {
+        "inputs": inputs,
+        "hash": name,
+        "dir": directory,
+        "site": "%s/lib/python%s/site-packages" % (directory, ".".join(version.split(".")[:2])),
+        "this": this,
+        "build": not this.get("complete", False),
+        "previous": host.get("current"),
+    }

@@ -239,3 +239,70 @@ def test_prune_plan(venvs, this, link, facts, keep, removed):
 def test_last_good_venvs_from_the_local_facts():
     assert vi.last_good_venvs(READY) == [V + "old"]
     assert vi.last_good_venvs(None) == []
+
+
+# the lab's venv: its marker (written by a converge before inputs_plan existed, when Jinja hashed the inputs) names it
+LAB_OPTIONS = {
+    "python": "/usr/bin/python3",
+    "requirements": ["flashinfer-python==0.7.4", "torch==2.13.0"],
+    "no_index": True,
+    "index_url": "https://pypi.org/simple",
+    "extra_index_urls": ["https://download.pytorch.org/whl/cu130"],
+    "find_links": ["/srv/wheelhouse"],
+    "patches": [],
+    "no_deps": ["sglang==0.5.23"],
+    "bytecode": True,
+}
+LAB_HOST = {
+    "python": {"version": "3.11.2"},
+    "venvs": [
+        {"name": "0123456789abcdef", "path": "/opt/sglang/venvs/0123456789abcdef", "complete": True},
+        {"name": "119f0a510a34ff5f", "path": "/opt/sglang/venvs/119f0a510a34ff5f", "complete": True},
+    ],
+    "current": "/opt/sglang/venvs/0123456789abcdef",
+}
+
+
+def test_inputs_plan_names_the_venv_as_its_marker_does():
+    plan = vi.inputs_plan(LAB_HOST, "/opt/sglang", LAB_OPTIONS)
+    assert plan["hash"] == "119f0a510a34ff5f"
+    assert plan["inputs"] == {
+        "extra_index_urls": [],
+        "find_links": ["/srv/wheelhouse"],
+        "index_url": "",
+        "no_deps": ["sglang==0.5.23"],
+        "patches": [],
+        "python": "/usr/bin/python3",
+        "python_version": "3.11.2",
+        "requirements": ["flashinfer-python==0.7.4", "torch==2.13.0"],
+    }
+    assert plan["dir"] == "/opt/sglang/venvs/119f0a510a34ff5f"
+    assert plan["site"] == "/opt/sglang/venvs/119f0a510a34ff5f/lib/python3.11/site-packages"
+    assert plan["this"]["complete"] is True and plan["build"] is False
+    assert plan["previous"] == "/opt/sglang/venvs/0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("change", "keys"),
+    [
+        ({"no_index": False}, {"index_url": "https://pypi.org/simple", "extra_index_urls": ["https://download.pytorch.org/whl/cu130"]}),
+        ({"bytecode": False}, {"bytecode": False}),
+        ({"no_deps": []}, {}),
+        ({"requirements": "9f86d081884c7d65"}, {"requirements": "9f86d081884c7d65"}),
+        ({"patches": ["e3b0c44298fc1c14"]}, {"patches": ["e3b0c44298fc1c14"]}),
+    ],
+)
+def test_each_input_names_another_venv_and_defaults_add_no_key(change, keys):
+    plan = vi.inputs_plan(LAB_HOST, "/opt/sglang", dict(LAB_OPTIONS, **change))
+    assert plan["hash"] != "119f0a510a34ff5f" and plan["build"] is True and plan["this"] == {}
+    for key, value in keys.items():
+        assert plan["inputs"][key] == value
+    assert ("no_deps" in plan["inputs"]) is bool(dict(LAB_OPTIONS, **change)["no_deps"])
+    assert ("bytecode" in plan["inputs"]) is (change.get("bytecode") is False)
+
+
+def test_an_incomplete_venv_of_these_inputs_is_built_again():
+    host = dict(LAB_HOST, venvs=[{"name": "119f0a510a34ff5f", "path": "/opt/sglang/venvs/119f0a510a34ff5f", "complete": False}], current=None)
+    plan = vi.inputs_plan(host, "/srv/venvs", LAB_OPTIONS)
+    assert plan["build"] is True and plan["this"]["complete"] is False
+    assert plan["dir"] == "/srv/venvs/venvs/119f0a510a34ff5f" and plan["previous"] is None
