@@ -17,10 +17,11 @@ description:
     options come from their documentation), once in ansible-playbook's own process, before any task forks, so every
     task inherits them loaded. It prints nothing and changes no result.
   - A plugin that fails to load here is left alone; the task that uses it reports the error as before.
-  - When the playbook starts, a process of its own (at the lowest CPU priority) builds the payloads that ansible-core
-    sends to the host for this collection's modules and the core modules the roles run, the ones a run reaches first
-    first, into this run's payload cache. A task otherwise builds its module's payload the first time the run uses that
-    module (about 0.1 s each, on the task's path). ansible-core locks each payload while it is built and reads a
+  - When the playbook starts, a process of its own builds, into this run's payload cache, the payloads that
+    ansible-core sends to the host for the collection's modules this playbook uses. Those are the modules its tasks
+    name, and when it runs one of the collection's roles, the lock's and the roles' probes and what C(--tags verify)
+    calls, in the order a run reaches them. A task otherwise builds its module's payload the first time the run uses
+    that module (about 0.1 s each, on the task's path). ansible-core locks each payload while it is built and reads a
     finished one only, so a task never sees half of one; a payload this process did not get to is built by its task as
     before. It stops when ansible-playbook is gone.
   - Enable it in C(ansible.cfg) with C(callbacks_enabled = blackwell.inference.preload).
@@ -53,18 +54,47 @@ class CallbackModule(CallbackBase):
         self.builder = None
 
     def v2_playbook_on_start(self, playbook):
+        actions, roles = _static_tasks(playbook)
+        modules = preload.payloads_for(actions, roles)
+        if not modules:
+            return
         # forked like ansible's own workers, before any play starts its threads; daemonic: ended with ansible-playbook
-        self.builder = multiprocessing_context.Process(target=_build_payloads, args=(os.getpid(),), daemon=True)
+        self.builder = multiprocessing_context.Process(target=_build_payloads, args=(os.getpid(), modules), daemon=True)
         try:
             self.builder.start()
         except OSError:  # no process to spare: each task builds its own payload, as without this callback
             self.builder = None
 
 
-def _build_payloads(parent):
-    """In the builder process: each payload into this run's cache (C.DEFAULT_LOCAL_TMP, inherited), while the run
-    lasts."""
-    os.nice(19)
+def _static_tasks(playbook):
+    """The actions of the playbook's tasks as loaded (imports expanded, includes not yet), and the fully qualified
+    names of the roles they belong to."""
+    actions, roles = set(), set()
+
+    def walk(blocks):
+        for block in blocks or []:
+            for item in (block.block or []) + (block.rescue or []) + (block.always or []):
+                if hasattr(item, "block"):
+                    walk([item])
+                    continue
+                actions.add(item.action)
+                role = getattr(item, "_role", None)
+                if role is not None:
+                    roles.add(role.get_name(include_role_fqcn=True))
+
+    try:
+        for play in playbook.get_plays():
+            for role in play.get_roles():
+                roles.add(role.get_name(include_role_fqcn=True))
+            walk(play.pre_tasks + play.tasks + play.post_tasks)
+    except Exception:  # noqa: S110 - an unexpected playbook shape only means no payload is built ahead
+        pass
+    return actions, roles
+
+
+def _build_payloads(parent, modules):
+    """In the builder process: each module's payload into this run's cache (C.DEFAULT_LOCAL_TMP, inherited), while the
+    run lasts."""
     templar = Templar(loader=DataLoader())
     compression = C.config.get_config_value("DEFAULT_MODULE_COMPRESSION")
 
@@ -84,4 +114,4 @@ def _build_payloads(parent):
     def keep_going():
         return os.getppid() == parent and os.path.isdir(C.DEFAULT_LOCAL_TMP)
 
-    preload.build_payloads(preload.payload_order(), build, keep_going)
+    preload.build_payloads(modules, build, keep_going)

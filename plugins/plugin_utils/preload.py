@@ -83,18 +83,21 @@ LOOKUPS = {
 }
 
 
-# the modules whose payloads are built ahead, in the order a run reaches them: what a no-op run calls first (the lock, the
-# three roles' probes), then the rest of this collection's modules, then ansible-core's that the roles run. setup is
-# left to the facts task, which starts at once
-PAYLOADS_FIRST = ("host_lock", "toolkit_probe", "venv_probe", "service_probe", "cuda_facts", "service_health")
-BUILTIN_MODULES = ("stat", "file", "copy", "command", "systemd_service", "slurp", "apt", "get_url", "user", "group")
+# the modules whose payloads are built ahead when a playbook runs this collection's roles, in the order a run reaches
+# them: the lock and the three roles' probes (a no-op run), then what a run with --tags verify calls
+PAYLOADS_FIRST = ("host_lock", "toolkit_probe", "venv_probe", "service_probe", "cuda_facts", "service_health", "jit_smoke")
 
 
-def payload_order(plugins_dir=PLUGINS):
-    """Fully qualified names of the modules whose payloads are built ahead, first needed first."""
-    own = names(plugins_dir)["module"]
-    first = [COLLECTION + "." + n for n in PAYLOADS_FIRST if COLLECTION + "." + n in own]
-    return first + [n for n in own if n not in first] + ["ansible.builtin." + n for n in BUILTIN_MODULES]
+def payloads_for(actions, roles, plugins_dir=PLUGINS):
+    """Fully qualified names of the modules whose payloads are worth building ahead for a playbook, first needed first:
+    when it runs one of this collection's roles (roles: their fully qualified names), the modules of PAYLOADS_FIRST;
+    then this collection's modules its tasks name (actions, as loaded: a role's tasks that are included at run time
+    are not among them). ansible-core's own modules are left to their tasks: a run that needs them changes the host
+    and takes minutes."""
+    own = set(names(plugins_dir)["module"])
+    wanted = [COLLECTION + "." + n for n in PAYLOADS_FIRST] if any(str(r).startswith(COLLECTION + ".") for r in roles) else []
+    wanted += sorted({a for a in actions if a in own} - set(wanted))
+    return [m for m in wanted if m in own]
 
 
 def build_payloads(modules, build, keep_going=lambda: True):

@@ -99,19 +99,18 @@ def test_every_name_is_fully_qualified(kind):
     assert all(re.match(r"^(blackwell\.inference|ansible\.builtin)\.[a-z_]+$", n) for n in preload.names()[kind])
 
 
-def test_payload_order_puts_what_a_no_op_run_calls_first():
-    order = preload.payload_order()
-    own = preload.names()["module"]
+def test_a_playbook_of_the_roles_gets_the_probes_first_then_the_modules_it_names():
     first = ["blackwell.inference." + n for n in preload.PAYLOADS_FIRST]
-    assert order[: len(first)] == first
-    # every module of the collection once, then ansible-core's; setup is the facts task's own
-    assert sorted(order[: len(own)]) == own
-    assert order[len(own) :] == ["ansible.builtin." + n for n in preload.BUILTIN_MODULES]
-    assert len(set(order)) == len(order) and "ansible.builtin.setup" not in order
+    assert set(first) <= set(preload.names()["module"])
+    roles = {"blackwell.inference.cuda_toolkit", "blackwell.inference.sglang_service"}
+    actions = {"blackwell.inference.host_lock", "blackwell.inference.paths", "ansible.builtin.debug", "ansible.builtin.stat"}
+    assert preload.payloads_for(actions, roles) == [*first, "blackwell.inference.paths"]
 
 
-def test_every_builtin_module_is_one_the_roles_run():
-    assert set(preload.BUILTIN_MODULES) <= set(preload.BUILTIN_ACTIONS)
+def test_a_playbook_without_the_roles_gets_only_the_modules_it_names():
+    actions = {"blackwell.inference.service_health", "blackwell.inference.cuda_facts", "ansible.builtin.command", "other.ns.module"}
+    assert preload.payloads_for(actions, {"geerlingguy.docker"}) == ["blackwell.inference.cuda_facts", "blackwell.inference.service_health"]
+    assert preload.payloads_for({"ansible.builtin.ping"}, set()) == []
 
 
 def test_build_payloads_skips_a_failure_and_stops_when_told():
@@ -128,9 +127,10 @@ def test_build_payloads_skips_a_failure_and_stops_when_told():
     assert preload.build_payloads(["a", "b", "c"], build, lambda: next(left)) == ["a"]
 
 
-def test_the_callback_builds_payloads_into_the_runs_cache(tmp_path):
-    # a real ansible-playbook run: while its task waits, this collection's payloads appear in the run's own cache,
-    # built by the callback's process, not by a task
+def test_the_callback_builds_the_payloads_a_playbook_uses_into_the_runs_cache(tmp_path):
+    # a real ansible-playbook run: while its first task waits, the payload of the collection's module that a later task
+    # names appears in the run's own cache, built by the callback's process (that task never runs); the roles' probes,
+    # which this playbook does not use, are not built
     out = tmp_path / "cache.json"
     play = tmp_path / "play.yml"
     play.write_text(
@@ -142,12 +142,15 @@ def test_the_callback_builds_payloads_into_the_runs_cache(tmp_path):
         "        recurse: true\n"
         "        patterns: ['*-ZIP_*']\n"
         "      register: found\n"
-        "      until: found.files | map(attribute='path') | select('search', '%s-ZIP_[A-Z]+-[a-z~]+$') | list | length > 0\n"
+        "      until: found.files | map(attribute='path') | select('search', 'cuda_facts-ZIP_[A-Z]+-[a-z~]+$') | list | length > 0\n"
         "      retries: 60\n"
         "      delay: 0.5\n"
         "    - ansible.builtin.copy:\n"
         "        content: \"{{ found.files | map(attribute='path') | map('basename') | list | to_json }}\"\n"
-        "        dest: %s\n" % (tmp_path / "tmp", preload.PAYLOADS_FIRST[-1], out)
+        "        dest: %s\n"
+        "    - blackwell.inference.cuda_facts:\n"
+        "        nvidia_smi: nvidia-smi\n"
+        "      when: false\n" % (tmp_path / "tmp", out)
     )
     (tmp_path / "tmp").mkdir()
     env = dict(
@@ -168,6 +171,6 @@ def test_the_callback_builds_payloads_into_the_runs_cache(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    cached = json.loads(out.read_text())
-    for name in preload.PAYLOADS_FIRST:
-        assert re.search(r"^ansible_collections\.blackwell\.inference\.plugins\.modules\.%s-ZIP_[A-Z]+-[a-z~]+$" % name, "\n".join(cached), re.M), cached
+    cached = "\n".join(json.loads(out.read_text()))
+    assert re.search(r"^ansible_collections\.blackwell\.inference\.plugins\.modules\.cuda_facts-ZIP_[A-Z]+-[a-z~]+$", cached, re.M), cached
+    assert "service_probe" not in cached and "host_lock" not in cached, cached
