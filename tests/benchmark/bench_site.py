@@ -17,7 +17,8 @@ Targets: no-op <= 3.0x baseline, verify <= 2.0x baseline+fi, cuda_facts < 0.2 s 
 
 With BENCH_CONVERGE=1 it first boots ct200 from the `before` image and times the first converge, with the share of
 it that is apt (the toolkit packages), pip (the venv's packages) and nvcc (the toolkit's kernel check and the JIT
-warm-up), from the per-task times of ansible.posix.profile_tasks; then it measures on the converged host.
+warm-up), from the per-task times of ansible.posix.profile_tasks; then it measures on the converged host. After the
+timed runs, one more no-op with profile_tasks prints how many tasks it ran, their sum and the slowest.
 
   BENCH_RUNS=5 BENCH_INVENTORY=inventories/lab/hosts.yml BENCH_HOST=ct200 python tests/benchmark/bench_site.py
 """
@@ -102,6 +103,27 @@ def write_play(tmp, name, extra="", extra_name=""):
     return path
 
 
+def profiled():
+    """What makes a run as ansible.cfg configures it print profile_tasks' per-task times for every task."""
+    return {"ANSIBLE_CALLBACKS_ENABLED": ",".join([*configured_callbacks(), "ansible.posix.profile_tasks"]), "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "all"}
+
+
+def task_times(stdout):
+    """[(task name, seconds)] from profile_tasks' closing table."""
+    out = []
+    for line in stdout.splitlines():
+        m = re.match(r"^(.*?) -+ (\d+\.\d+)s$", line.strip())
+        if m:
+            out.append((m.group(1), float(m.group(2))))
+    return out
+
+
+def noop_profile():
+    """One more no-op, with per-task times: how many tasks, their sum, the slowest."""
+    _took, stdout = once(["site.yml", "-l", HOST], profiled())
+    return task_times(stdout)
+
+
 def first_converge():
     """Boot ct200 from the before image, converge it once, and return (seconds, {share: seconds})."""
     sys.path.insert(0, ROOT)
@@ -112,12 +134,7 @@ def first_converge():
     start = time.perf_counter()
     proc = subprocess.run(
         [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, "site.yml", "-l", HOST],
-        # the run as ansible.cfg configures it, with per-task times
-        env=dict(
-            env(),
-            ANSIBLE_CALLBACKS_ENABLED=",".join([*configured_callbacks(), "ansible.posix.profile_tasks"]),
-            PROFILE_TASKS_TASK_OUTPUT_LIMIT="all",
-        ),
+        env=dict(env(), **profiled()),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -127,13 +144,10 @@ def first_converge():
     if proc.returncode != 0:
         sys.exit("the first converge failed:\n" + proc.stdout[-3000:])
     shares = {}
-    for line in proc.stdout.splitlines():
-        m = re.match(r"^(.*?) -+ (\d+\.\d+)s$", line.strip())
-        if not m:
-            continue
+    for name, seconds in task_times(proc.stdout):
         for share, pattern in SHARES.items():
-            if pattern.search(m.group(1)):
-                shares[share] = shares.get(share, 0.0) + float(m.group(2))
+            if pattern.search(name):
+                shares[share] = shares.get(share, 0.0) + seconds
                 break
     return took, shares
 
@@ -155,6 +169,7 @@ def main():
         for _run in range(RUNS):
             for name, args in plays.items():
                 samples[name].append(once(args, None if args[0] == "site.yml" else baseline_env)[0])
+        profile = noop_profile()
     med = {name: statistics.median(values) for name, values in samples.items()}
     noop = med["no-op"] / med["baseline"]
     verify = med["verify"] / med["baseline+fi"]
@@ -172,6 +187,9 @@ def main():
         if verdict == "OVER":
             over.append(label)
         print("%-36s %6.2f%s  (target <= %.1f%s)  %s" % (label, value, unit, target, unit, verdict))
+    print("no-op profile (one more run, profile_tasks): %d tasks, %.2f s in tasks; the slowest:" % (len(profile), sum(t for _n, t in profile)))
+    for name, seconds in sorted(profile, key=lambda row: -row[1])[:8]:
+        print("  %5.2f s  %s" % (seconds, name[:100]))
     if converge:
         took, shares = converge
         print("first converge from the before image: %.0f s" % took)
