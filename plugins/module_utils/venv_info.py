@@ -1,6 +1,8 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Read package versions from a venv's files, without importing anything (no torch import)."""
+"""The sglang_venv role's reading and decisions: a host's venvs (read_host, the venv_probe module), the venv a set of
+inputs names (inputs_plan), what a prune keeps, and package versions read from a venv's files without importing
+anything (no torch import)."""
 
 from __future__ import annotations
 
@@ -207,6 +209,26 @@ def prune_plan(venvs, this_dir, link_target, local_facts, keep):
     newest = [norm(v["path"]) for v in complete if norm(v["path"]) not in must]
     kept = must + newest[: max(int(keep) - len(must), 0)]
     return {"keep": kept, "remove": [p for p in dirs if p not in kept]}
+
+
+def read_host(run, root, python, tools=()):
+    """The sglang_venv role's one read of a host (the venv_probe module): the interpreter's version (None when it
+    cannot make venvs: no venv or ensurepip), each tool asked for, where root/current points, and the venvs under root
+    (list_venvs). Raises VenvError with the reading so far as its `reading`."""
+    res = run(["/usr/bin/env", python, "-c", PYTHON_CHECK])
+    version = res.stdout.strip() if res.ok else None
+    reading = {"python": {"version": version, "rc": res.rc, "stderr": (res.stderr or "").strip()}, "tools": {}}
+    for tool in tools or []:
+        res = run([tool, "--version"])
+        reading["tools"][tool] = {"found": res.ok, "version": (res.stdout.strip().splitlines() or [None])[0] if res.ok else None}
+    link = os.path.join(root, "current")
+    reading["current"] = os.path.realpath(link) if os.path.islink(link) else ""
+    try:
+        reading["venvs"] = list_venvs(root)
+    except VenvError as exc:
+        exc.reading = reading
+        raise
+    return reading
 
 
 def inputs_plan(host, root, options):

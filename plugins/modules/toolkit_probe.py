@@ -119,9 +119,7 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_link_host, cuda_measure, cuda_plan, systemd_env
-
-LINK_OPTIONS = ("root", "default", "wanted", "record")
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, systemd_env, toolkit_read
 
 
 def run_module():
@@ -136,48 +134,13 @@ def run_module():
         ),
         supports_check_mode=True,
     )
-    p = module.params
     run = commands.CachingRunner(commands.module_runner(module))
     env, env_notes = systemd_env.service_environment(module, run, None, {})
     try:
-        facts = cuda_measure.measure(run, p, env, env_notes, pwd.getpwuid(os.getuid()).pw_dir)
-    except cuda_measure.MeasureError as exc:
+        result = toolkit_read.read(run, module.params, env, env_notes, pwd.getpwuid(os.getuid()).pw_dir)
+    except toolkit_read.ReadError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
-
-    packages = {"rc": None, "stdout": ""}
-    if p["packages"]:
-        res = run(["dpkg-query", "-W", "-f=${Package} ${Version} ${Status}\\n"])
-        if not res.ok:
-            module.fail_json(msg="dpkg-query could not list the packages", **res.as_dict())
-        packages = {"rc": res.rc, "stdout": res.stdout}
-
-    res = run(["mokutil", "--sb-state"])
-    stderr = "not installed" if res.os_error == "FileNotFoundError" else (res.stderr or "").strip()
-    secure_boot = {"rc": res.rc, "stdout": res.stdout.strip(), "stderr": stderr}
-
-    links = None
-    if p["links"] is not None:
-        unknown = sorted(set(p["links"]) - set(LINK_OPTIONS))
-        if unknown:
-            module.fail_json(msg="links: unsupported option(s) %s (known: %s)" % (", ".join(unknown), ", ".join(LINK_OPTIONS)))
-        lk = p["links"]
-        wanted = [str(v) for v in lk.get("wanted") or []]
-        links = cuda_link_host.read(
-            run, lk.get("root") or "/usr/local", lk.get("record") or "/etc/blackwell-inference/cuda-links.json", wanted, str(lk.get("default") or "")
-        )
-
-    url = p["apt_source_url"].rstrip("/")
-    sources = cuda_plan.apt_sources_naming(url) if url else []
-    module.exit_json(
-        changed=False,
-        ansible_facts={"blackwell_cuda": facts},
-        packages=packages,
-        secure_boot=secure_boot,
-        apt_sources=sources,
-        compile_record=cuda_plan.read_compile_record(p["compile_record"]),
-        links=links,
-        commands_run=run.calls,
-    )
+    module.exit_json(changed=False, commands_run=run.calls, **result)
 
 
 def main():

@@ -78,8 +78,6 @@ venvs:
             marker: {hash: 2c26817414e442ed, versions: {flashinfer-python: 0.7.4, torch: 2.13.0+cpu}}}]
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.inference.plugins.module_utils import commands, venv_info
@@ -95,24 +93,11 @@ def run_module():
         supports_check_mode=True,
     )
     p = module.params
-    run = commands.module_runner(module)
-
-    res = run(["/usr/bin/env", p["python"], "-c", venv_info.PYTHON_CHECK])
-    version = res.stdout.strip() if res.ok else None
-    python = {"version": version, "rc": res.rc, "stderr": (res.stderr or "").strip()}
-
-    tools = {}
-    for tool in p["tools"]:
-        res = run([tool, "--version"])
-        tools[tool] = {"found": res.ok, "version": (res.stdout.strip().splitlines() or [None])[0] if res.ok else None}
-
-    link = os.path.join(p["root"], "current")
-    current = os.path.realpath(link) if os.path.islink(link) else ""
     try:
-        venvs = venv_info.list_venvs(p["root"])
+        reading = venv_info.read_host(commands.module_runner(module), p["root"], p["python"], p["tools"])
     except venv_info.VenvError as exc:
-        module.fail_json(msg=str(exc), python=python, tools=tools, current=current)
-    module.exit_json(changed=False, python=python, tools=tools, current=current, venvs=venvs)
+        module.fail_json(msg=str(exc), **exc.reading)
+    module.exit_json(changed=False, **reading)
 
 
 def main():

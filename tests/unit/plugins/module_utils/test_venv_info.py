@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from ansible_collections.blackwell.inference.plugins.module_utils import commands
 from ansible_collections.blackwell.inference.plugins.module_utils import venv_info as vi
 
 # torch/version.py as shipped in the 2.13.0 CPU wheel on this machine and in a cu130 wheel.
@@ -306,3 +307,52 @@ def test_an_incomplete_venv_of_these_inputs_is_built_again():
     plan = vi.inputs_plan(host, "/srv/venvs", LAB_OPTIONS)
     assert plan["build"] is True and plan["this"]["complete"] is False
     assert plan["dir"] == "/srv/venvs/venvs/119f0a510a34ff5f" and plan["previous"] is None
+
+
+def _runner(answers):
+    calls = []
+
+    def run(argv, env=None, timeout=60, data=None):
+        calls.append(argv)
+        return answers[argv[0] if argv[0] != "/usr/bin/env" else argv[1]]
+
+    return run, calls
+
+
+def _res(rc=0, stdout="", stderr="", os_error=None):
+    return commands.CommandResult(["x"], rc=rc, stdout=stdout, stderr=stderr, os_error=os_error)
+
+
+def test_read_host_reads_the_interpreter_the_tools_current_and_the_venvs(tmp_path):
+    venv = tmp_path / "venvs" / "119f0a510a34ff5f"
+    venv.mkdir(parents=True)
+    (venv / vi.MARKER).write_text('{"hash": "119f0a510a34ff5f"}')
+    (tmp_path / "venvs" / "0123456789abcdef").mkdir()  # a build that never finished: no marker
+    (tmp_path / "current").symlink_to(venv)
+    run, calls = _runner({"/usr/bin/python3": _res(stdout="3.11.2\n"), "patch": _res(stdout="GNU patch 2.7.6\nCopyright (C) 2003\n")})
+    got = vi.read_host(run, str(tmp_path), "/usr/bin/python3", ["patch"])
+    assert got["python"] == {"version": "3.11.2", "rc": 0, "stderr": ""}
+    assert got["tools"] == {"patch": {"found": True, "version": "GNU patch 2.7.6"}}
+    assert got["current"] == str(venv)
+    assert [(v["name"], v["complete"]) for v in got["venvs"]] == [("0123456789abcdef", False), ("119f0a510a34ff5f", True)]
+    assert calls[0] == ["/usr/bin/env", "/usr/bin/python3", "-c", vi.PYTHON_CHECK]
+
+
+def test_read_host_of_an_interpreter_without_ensurepip_and_a_host_without_patch(tmp_path):
+    broken = _res(rc=1, stderr="Traceback (most recent call last):\nModuleNotFoundError: No module named 'ensurepip'\n")
+    run, _calls = _runner({"python3": broken, "patch": _res(rc=127, os_error="FileNotFoundError", stderr="No such file or directory")})
+    got = vi.read_host(run, str(tmp_path), "python3", ["patch"])
+    assert got["python"]["version"] is None and got["python"]["rc"] == 1
+    assert got["python"]["stderr"].endswith("No module named 'ensurepip'")
+    assert got["tools"] == {"patch": {"found": False, "version": None}}
+    assert got["current"] == "" and got["venvs"] == []
+
+
+def test_read_host_refuses_a_marker_changed_by_hand_with_what_it_read(tmp_path):
+    venv = tmp_path / "venvs" / "119f0a510a34ff5f"
+    venv.mkdir(parents=True)
+    (venv / vi.MARKER).write_text("{not json")
+    run, _calls = _runner({"python3": _res(stdout="3.11.2\n")})
+    with pytest.raises(vi.VenvError, match="is not JSON") as exc:
+        vi.read_host(run, str(tmp_path), "python3")
+    assert exc.value.reading["python"]["version"] == "3.11.2" and exc.value.reading["current"] == ""

@@ -1,0 +1,63 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The cuda_toolkit role's one read of a host (the toolkit_probe module): GPUs, driver and toolkits (cuda_measure),
+every package's dpkg status, Secure Boot, the apt sources naming the repository, the compile record and the cuda
+links. Read-only; commands go through a runner (commands.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link_host, cuda_measure, cuda_plan
+
+LINK_OPTIONS = ("root", "default", "wanted", "record")
+DEFAULT_LINK_RECORD = "/etc/blackwell-inference/cuda-links.json"
+
+
+class ReadError(Exception):
+    """A reading the role cannot decide from; result: the command's rc/stdout/stderr when there was one."""
+
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result or {}
+
+
+def secure_boot(res):
+    """mokutil --sb-state's answer: rc, its line, and why there is none ('not installed' without mokutil)."""
+    stderr = "not installed" if res.os_error == "FileNotFoundError" else (res.stderr or "").strip()
+    return {"rc": res.rc, "stdout": (res.stdout or "").strip(), "stderr": stderr}
+
+
+def read(run, p, env, env_notes, home_dir, sources=cuda_plan.apt_sources_naming, record=cuda_plan.read_compile_record):
+    """The host for p (nvidia_smi, toolkit_root, packages, apt_source_url, compile_record, links). Raises ReadError
+    (cuda_measure's refusals included)."""
+    try:
+        facts = cuda_measure.measure(run, p, env, env_notes, home_dir)
+    except cuda_measure.MeasureError as exc:
+        raise ReadError(exc.msg, exc.result) from exc
+
+    packages = {"rc": None, "stdout": ""}
+    if p.get("packages", True):
+        res = run(["dpkg-query", "-W", "-f=${Package} ${Version} ${Status}\\n"])
+        if not res.ok:
+            raise ReadError("dpkg-query could not list the packages", res.as_dict())
+        packages = {"rc": res.rc, "stdout": res.stdout}
+    boot = secure_boot(run(["mokutil", "--sb-state"]))
+
+    links = None
+    if p.get("links") is not None:
+        unknown = sorted(set(p["links"]) - set(LINK_OPTIONS))
+        if unknown:
+            raise ReadError("links: unsupported option(s) %s (known: %s)" % (", ".join(unknown), ", ".join(LINK_OPTIONS)))
+        lk = p["links"]
+        wanted = [str(v) for v in lk.get("wanted") or []]
+        links = cuda_link_host.read(run, lk.get("root") or "/usr/local", lk.get("record") or DEFAULT_LINK_RECORD, wanted, str(lk.get("default") or ""))
+
+    url = (p.get("apt_source_url") or "").rstrip("/")
+    return {
+        "ansible_facts": {"blackwell_cuda": facts},
+        "packages": packages,
+        "secure_boot": boot,
+        "apt_sources": sources(url) if url else [],
+        "compile_record": record(p.get("compile_record") or ""),
+        "links": links,
+    }

@@ -1,0 +1,76 @@
+"""The cuda_toolkit role's one read of a host (toolkit_read, the toolkit_probe module's logic): what each command's
+answer becomes, and the readings the role cannot decide from."""
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, toolkit_read
+
+FACTS = {"gpus": [{"index": 0, "compute_cap": "12.0"}], "toolkits": [{"dir_version": "13.0", "version": "13.0"}]}
+# dpkg-query -W -f='${Package} ${Version} ${Status}\n' on ct200 (two of its lines)
+DPKG = "cuda-nvcc-13-0 13.0.88-1 install ok installed\ncuda-cudart-13-0 13.0.96-1 hold ok installed\n"
+# mokutil --sb-state: a host with Secure Boot off, and the lab's nspawn machine (no EFI variables)
+SB_OFF = commands.CommandResult(["mokutil", "--sb-state"], rc=0, stdout="SecureBoot disabled\n")
+SB_NO_EFI = commands.CommandResult(["mokutil", "--sb-state"], rc=255, stderr="EFI variables are not supported on this system\n")
+SB_MISSING = commands.CommandResult(["mokutil", "--sb-state"], os_error="FileNotFoundError", stderr="No such file or directory")
+
+
+def runner(answers):
+    calls = []
+
+    def run(argv, env=None, timeout=60, data=None):
+        calls.append(argv[0])
+        return answers[argv[0]]
+
+    return run, calls
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    monkeypatch.setattr(cuda_measure, "measure", lambda run, p, env, notes, home: FACTS)
+
+
+def read(run, **params):
+    return toolkit_read.read(run, params, {}, [], "/root", sources=lambda url: ["/etc/apt/sources.list.d/cuda.sources"], record=lambda path: {})
+
+
+@pytest.mark.parametrize(
+    ("sb", "want"),
+    [
+        (SB_OFF, {"rc": 0, "stdout": "SecureBoot disabled", "stderr": ""}),
+        (SB_NO_EFI, {"rc": 255, "stdout": "", "stderr": "EFI variables are not supported on this system"}),
+        (SB_MISSING, {"rc": None, "stdout": "", "stderr": "not installed"}),
+    ],
+)
+def test_one_read_of_the_host(measured, sb, want):
+    run, calls = runner({"dpkg-query": commands.CommandResult(["dpkg-query"], rc=0, stdout=DPKG), "mokutil": sb})
+    got = read(run, packages=True, apt_source_url="file:/srv/cuda-mirror/debian12/x86_64/", compile_record="/var/lib/x.json")
+    assert got["ansible_facts"] == {"blackwell_cuda": FACTS}
+    assert got["packages"] == {"rc": 0, "stdout": DPKG}
+    assert got["secure_boot"] == want
+    assert got["apt_sources"] == ["/etc/apt/sources.list.d/cuda.sources"] and got["compile_record"] == {}
+    assert got["links"] is None and calls == ["dpkg-query", "mokutil"]
+
+
+def test_a_runfile_host_reads_no_packages_and_no_sources(measured):
+    run, calls = runner({"mokutil": SB_OFF})
+    got = read(run, packages=False, apt_source_url="")
+    assert got["packages"] == {"rc": None, "stdout": ""} and got["apt_sources"] == [] and calls == ["mokutil"]
+
+
+def test_readings_the_role_cannot_decide_from(measured, monkeypatch):
+    failing = commands.CommandResult(["dpkg-query"], rc=2, stderr="dpkg-query: error: parsing file '/var/lib/dpkg/status'")
+    run, _calls = runner({"dpkg-query": failing, "mokutil": SB_OFF})
+    with pytest.raises(toolkit_read.ReadError) as exc:
+        read(run, packages=True)
+    assert exc.value.msg == "dpkg-query could not list the packages" and exc.value.result["rc"] == 2
+    run, _calls = runner({"mokutil": SB_OFF})
+    with pytest.raises(toolkit_read.ReadError, match=r"links: unsupported option\(s\) pin \(known: root, default, wanted, record\)"):
+        read(run, packages=False, links={"root": "/usr/local", "pin": True})
+
+    def refuse(run, p, env, notes, home):
+        raise cuda_measure.MeasureError("nvidia-smi failed (rc 9)", {"rc": 9, "stdout": "", "stderr": "NVML: Unknown Error"})
+
+    monkeypatch.setattr(cuda_measure, "measure", refuse)
+    with pytest.raises(toolkit_read.ReadError) as exc:
+        read(run, packages=False)
+    assert exc.value.msg == "nvidia-smi failed (rc 9)" and exc.value.result["stderr"] == "NVML: Unknown Error"
