@@ -62,3 +62,23 @@ def proc_start_time(stat_text):
         return int(stat_text.rsplit(")", 1)[1].split()[19])
     except (IndexError, ValueError):
         return None
+
+
+def readings(asked, readers):
+    """What a play asked to read of the host under its lock (host_lock's read option): {name: reading} for each name
+    asked with options, each reading what readers[name](options) returned, with the options it was made with and
+    failed=False; a reader that raises gives {options, failed: True, msg} (the role then reads for itself and reports
+    it). A toolkit reading's ansible_facts are returned apart, as the task's facts. Returns (readings, facts)."""
+    out, facts = {}, {}
+    for name, reader in readers.items():
+        options = (asked or {}).get(name)
+        if options is None:
+            continue
+        try:
+            reading = dict(reader(options))
+        except Exception as exc:  # the role reads for itself and reports what fails there
+            out[name] = {"options": options, "failed": True, "msg": getattr(exc, "msg", None) or str(exc)}
+            continue
+        facts.update(reading.pop("ansible_facts", {}))
+        out[name] = dict(reading, options=options, failed=False)
+    return out, facts

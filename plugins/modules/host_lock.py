@@ -40,6 +40,21 @@ options:
   take_over:
     description: Internal - the stale record to replace, set by the action plugin.
     type: dict
+  read:
+    description:
+      - With O(state=acquired), what to read of the host in the same call once the lock is this play's, so that a role
+        whose own read would ask the same finds it done under the lock (one remote call instead of one per role).
+      - O(read.toolkit) takes the options of M(blackwell.inference.toolkit_probe), O(read.venv) those of
+        M(blackwell.inference.venv_probe). Each reading is returned with the options it was made with; a reading that
+        fails is returned as failed, and the role then reads for itself and reports it.
+    type: dict
+    suboptions:
+      toolkit:
+        description: M(blackwell.inference.toolkit_probe)'s options.
+        type: dict
+      venv:
+        description: M(blackwell.inference.venv_probe)'s options.
+        type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -58,6 +73,13 @@ EXAMPLES = r"""
 - name: Take the host's lock for this play
   blackwell.inference.host_lock:
     timeout: 1800
+
+- name: Take it, and read the toolkits and the venvs under it
+  blackwell.inference.host_lock:
+    read:
+      toolkit: {nvidia_smi: nvidia-smi, toolkit_root: /usr/local, packages: true}
+      venv: {root: /opt/sglang, python: /usr/bin/python3}
+  register: lock
 
 - name: Give it back
   blackwell.inference.host_lock:
@@ -81,14 +103,28 @@ took_over:
   description: The record of a gone play whose lock was taken over, or null.
   returned: with state=acquired
   type: dict
+read:
+  description:
+    - Per reading asked for (C(toolkit), C(venv)) - what M(blackwell.inference.toolkit_probe) or
+      M(blackwell.inference.venv_probe) returns (the toolkit's C(blackwell_cuda) also as this task's facts), with
+      C(options) (the options it was made with) and C(failed); a failed one has C(msg) instead.
+  returned: when O(read) is given and the lock was acquired
+  type: dict
+ansible_facts:
+  description: C(blackwell_cuda), from the toolkit reading.
+  returned: when O(read.toolkit) is given, the lock was acquired and the reading did not fail
+  type: dict
 """
 
 import json
 import os
+import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import host_lock
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, host_lock, systemd_env, toolkit_read, venv_info
+
+TOOLKIT_DEFAULTS = {"nvidia_smi": "nvidia-smi", "toolkit_root": "/usr/local", "packages": True, "apt_source_url": "", "compile_record": "", "links": None}
 
 
 def read(path):
@@ -111,6 +147,29 @@ def write_new(path, owner):
     return True
 
 
+def readers(module):
+    """The reads host_lock's read option may ask for, through one runner (a command asked twice runs once)."""
+    run = commands.CachingRunner(commands.module_runner(module))
+
+    def toolkit(options):
+        env, notes = systemd_env.service_environment(module, run, None, {})
+        reading = toolkit_read.read(run, dict(TOOLKIT_DEFAULTS, **options), env, notes, pwd.getpwuid(os.getuid()).pw_dir)
+        return dict(reading, commands_run=run.calls)
+
+    def venv(options):
+        return venv_info.read_host(run, options["root"], options.get("python") or "python3", options.get("tools") or [])
+
+    return {"toolkit": toolkit, "venv": venv}
+
+
+def acquired(module, holder):
+    """Exit holding the lock, with what was asked to be read under it."""
+    if not module.params["read"]:
+        module.exit_json(changed=False, acquired=True, holder=holder)
+    out, facts = host_lock.readings(module.params["read"], readers(module))
+    module.exit_json(changed=False, acquired=True, holder=holder, read=out, ansible_facts=facts)
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -119,6 +178,7 @@ def main():
             "timeout": {"type": "int", "default": 1800},
             "owner": {"type": "dict"},
             "take_over": {"type": "dict"},
+            "read": {"type": "dict", "options": {"toolkit": {"type": "dict"}, "venv": {"type": "dict"}}},
         },
         supports_check_mode=True,
     )
@@ -132,13 +192,13 @@ def main():
             os.unlink(path)
         module.exit_json(changed=False, acquired=False, holder=holder)
     if exists and host_lock.same_play(holder, owner):
-        module.exit_json(changed=False, acquired=True, holder=holder)
+        acquired(module, holder)
     # replace exactly the stale record the controller judged (or an unreadable one), never a new holder
     if exists and p["take_over"] is not None and holder == (p["take_over"] or None):
         os.unlink(path)
         exists = False
     if not exists and write_new(path, owner):
-        module.exit_json(changed=False, acquired=True, holder=owner)
+        acquired(module, owner)
     holder, _exists = read(path)
     module.exit_json(changed=False, acquired=False, holder=holder)
 

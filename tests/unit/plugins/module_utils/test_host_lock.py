@@ -43,3 +43,36 @@ def test_parse_and_describe():
 def test_proc_start_time():
     assert hl.proc_start_time(STAT) == 1550505
     assert hl.proc_start_time("garbage") is None
+
+
+def test_readings_under_the_lock_each_with_its_options_and_the_toolkits_facts_apart():
+    asked = {"toolkit": {"nvidia_smi": "nvidia-smi", "packages": True}, "venv": {"root": "/opt/sglang", "python": "/usr/bin/python3"}}
+
+    def toolkit(options):
+        return {"ansible_facts": {"blackwell_cuda": {"gpus": []}}, "packages": {"rc": 0, "stdout": ""}, "links": None}
+
+    def venv(options):
+        return {"python": {"version": "3.11.2"}, "current": "/opt/sglang/venvs/119f0a510a34ff5f", "venvs": []}
+
+    out, facts = hl.readings(asked, {"toolkit": toolkit, "venv": venv})
+    assert facts == {"blackwell_cuda": {"gpus": []}}
+    assert out["toolkit"] == {"packages": {"rc": 0, "stdout": ""}, "links": None, "options": asked["toolkit"], "failed": False}
+    assert out["venv"]["options"] == asked["venv"] and out["venv"]["failed"] is False and out["venv"]["python"] == {"version": "3.11.2"}
+
+
+def test_a_reading_that_fails_is_returned_failed_and_one_not_asked_is_not_made():
+    class MeasureError(Exception):
+        def __init__(self, msg):
+            super().__init__(msg)
+            self.msg = msg
+
+    def toolkit(options):
+        raise MeasureError("nvidia-smi failed (rc 9)")
+
+    def venv(options):
+        raise AssertionError("not asked")
+
+    out, facts = hl.readings({"toolkit": {"nvidia_smi": "nvidia-smi"}}, {"toolkit": toolkit, "venv": venv})
+    assert out == {"toolkit": {"options": {"nvidia_smi": "nvidia-smi"}, "failed": True, "msg": "nvidia-smi failed (rc 9)"}}
+    assert facts == {}
+    assert hl.readings(None, {"toolkit": toolkit}) == ({}, {})
