@@ -12,13 +12,9 @@ LINK_OPTIONS = ("root", "default", "wanted", "record")
 DEFAULT_LINK_RECORD = "/etc/blackwell-inference/cuda-links.json"
 
 
-class ReadError(Exception):
-    """A reading the role cannot decide from; result: the command's rc/stdout/stderr when there was one."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg = msg
-        self.result = result or {}
+class ReadError(cuda_measure.MeasureError):
+    """A reading the role cannot decide from (cuda_measure's refusals included); msg, and result: the command's
+    rc/stdout/stderr when there was one."""
 
 
 def secure_boot(res):
