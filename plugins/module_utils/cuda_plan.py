@@ -8,6 +8,8 @@ import json
 import os
 import re
 
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch
+
 RELEASE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 SLIM_COMPONENTS = (
     "cuda-nvcc",
@@ -94,11 +96,12 @@ def driver_too_old(driver_version, min_driver):
     return key(driver_version) < key(min_driver)
 
 
-def _cc_key(cc):
+def _blackwell(cc):
+    """Whether a compute capability (cuda_arch's spelling) is 10.0 or newer; False for one that does not parse."""
     try:
-        return tuple(int(x) for x in str(cc).split("."))
+        return cuda_arch.parse_entry(cc)[:2] >= (10, 0)
     except ValueError:
-        return ()
+        return False
 
 
 def host_refusals(facts, wanted, options):
@@ -114,7 +117,7 @@ def host_refusals(facts, wanted, options):
     driver = facts.get("driver") or {}
     answers = bool(driver.get("present")) and isinstance(driver.get("version"), str)
     minimum = options.get("min_driver")
-    blackwell = [cc for cc in facts.get("compute_capabilities") or [] if _cc_key(cc) >= (10, 0)]
+    blackwell = [cc for cc in facts.get("compute_capabilities") or [] if _blackwell(cc)]
     links = options.get("links") or {}
     refusals = []
     if default and not (re.match(r"^\d+\.\d+$", default) and default in known):

@@ -6,8 +6,13 @@ links. Read-only; commands go through a runner (commands.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link_host, cuda_measure, cuda_plan
+import os
+import pwd
 
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link_host, cuda_measure, cuda_plan, systemd_env
+
+# toolkit_probe's options and their defaults (host_lock's read.toolkit takes the same)
+DEFAULTS = {"nvidia_smi": "nvidia-smi", "toolkit_root": "/usr/local", "packages": True, "apt_source_url": "", "compile_record": "", "links": None}
 LINK_OPTIONS = ("root", "default", "wanted", "record")
 DEFAULT_LINK_RECORD = "/etc/blackwell-inference/cuda-links.json"
 
@@ -57,3 +62,10 @@ def read(run, p, env, env_notes, home_dir, sources=cuda_plan.apt_sources_naming,
         "compile_record": record(p.get("compile_record") or ""),
         "links": links,
     }
+
+
+def read_for(module, run, options):
+    """read() as a module on the host runs it: options over DEFAULTS, in the systemd manager's environment, with the
+    module's user's home. Raises ReadError."""
+    env, notes = systemd_env.service_environment(module, run, None, {})
+    return read(run, dict(DEFAULTS, **options), env, notes, pwd.getpwuid(os.getuid()).pw_dir)

@@ -118,13 +118,10 @@ ansible_facts:
 
 import json
 import os
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, host_lock, systemd_env, toolkit_read, venv_info
-
-TOOLKIT_DEFAULTS = {"nvidia_smi": "nvidia-smi", "toolkit_root": "/usr/local", "packages": True, "apt_source_url": "", "compile_record": "", "links": None}
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, host_lock, toolkit_read, venv_info
 
 
 def read(path):
@@ -152,9 +149,8 @@ def readers(module):
     run = commands.CachingRunner(commands.module_runner(module))
 
     def toolkit(options):
-        env, notes = systemd_env.service_environment(module, run, None, {})
-        reading = toolkit_read.read(run, dict(TOOLKIT_DEFAULTS, **options), env, notes, pwd.getpwuid(os.getuid()).pw_dir)
-        return dict(reading, commands_run=run.calls)
+        # the toolkit's commands only (the runner's list grows with the venv's reading after it)
+        return dict(toolkit_read.read_for(module, run, options), commands_run=list(run.calls))
 
     def venv(options):
         return venv_info.read_host(run, options["root"], options.get("python") or "python3", options.get("tools") or [])

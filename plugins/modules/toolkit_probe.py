@@ -114,30 +114,28 @@ links:
   sample: {needed: false, actions: [], recorded: false, pending: [], refusals: [], error: null, lines: ["/usr/local/cuda -> /usr/local/cuda-12.8 (kept)"]}
 """
 
-import os
-import pwd
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, systemd_env, toolkit_read
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, toolkit_read
+
+D = toolkit_read.DEFAULTS
 
 
 def run_module():
     module = AnsibleModule(
         argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            toolkit_root=dict(type="path", default="/usr/local"),
-            packages=dict(type="bool", default=True),
-            apt_source_url=dict(type="str", default=""),
-            compile_record=dict(type="path", default=""),
+            nvidia_smi=dict(type="str", default=D["nvidia_smi"]),
+            toolkit_root=dict(type="path", default=D["toolkit_root"]),
+            packages=dict(type="bool", default=D["packages"]),
+            apt_source_url=dict(type="str", default=D["apt_source_url"]),
+            compile_record=dict(type="path", default=D["compile_record"]),
             links=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
     run = commands.CachingRunner(commands.module_runner(module))
-    env, env_notes = systemd_env.service_environment(module, run, None, {})
     try:
-        result = toolkit_read.read(run, module.params, env, env_notes, pwd.getpwuid(os.getuid()).pw_dir)
+        result = toolkit_read.read_for(module, run, module.params)
     except toolkit_read.ReadError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(changed=False, commands_run=run.calls, **result)
