@@ -78,13 +78,64 @@ def plan(releases, components, known, overrides=None):
     return out
 
 
+def newest(releases):
+    """The newest release wanted, compared as numbers (13.0.2 over 12.9.1), as it was given."""
+    if not releases:
+        raise PlanError("cuda_toolkit_versions must list at least one release (got %r)" % (releases,))
+    return max(releases, key=release_parts)
+
+
 def home(releases, root="/usr/local"):
     """Where the toolkit a service should use lives: <root>/cuda-X.Y of the newest release wanted (13.0.2 over 12.9.1),
     the directory apt's packages and NVIDIA's runfile both install to. The toolkit role's answer to the service role."""
-    if not releases:
-        raise PlanError("cuda_toolkit_versions must list at least one release (got %r)" % (releases,))
-    major, minor, _patch = max(release_parts(r) for r in releases)
+    major, minor, _patch = release_parts(newest(releases))
     return "%s/cuda-%d.%d" % (str(root).rstrip("/"), major, minor)
+
+
+# NVIDIA names a repository's architecture x86_64 or sbsa (aarch64 servers)
+_REPO_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
+
+
+def repo_url(base_url, distro, arch, facts):
+    """NVIDIA's repository for a host: <base>/<distro><version>/<arch>/, e.g. .../debian12/x86_64/. distro and arch
+    are the role's overrides (empty: from the host's facts: Debian by its major version, Ubuntu as 2404)."""
+    if not distro:
+        name = facts["distribution"]
+        version = facts["distribution_major_version"] if name == "Debian" else str(facts["distribution_version"]).replace(".", "")
+        distro = "%s%s" % (name.lower(), version)
+    if not arch:
+        arch = _REPO_ARCH.get(facts["architecture"], facts["architecture"])
+    return "%s/%s/%s/" % (re.sub("/+$", "", str(base_url)), distro, arch)
+
+
+_KEYRING_INSTALLED = re.compile(r"^\S+ ok installed$")
+
+
+def work(plan_, reading, options):
+    """What the change phases have to do, decided once from one reading of the host (toolkit_probe's or the lock's).
+
+    options: method (apt, runfile), repo_source (deb822, keyring, none), hold. Returns {host: the reading, changes
+    (changes()), dpkg (dpkg_state()), keyring_installed, repo (a deb822 source to own, or the cuda-keyring package
+    still to install), apt (a pinned package missing, unfinished or below its pin, a dpkg run left unfinished, a pin
+    not held yet), links (to pin, record or put back), any (one of them, or a runfile install, checked each run)}."""
+    stdout = (reading.get("packages") or {}).get("stdout") or ""
+    changes_ = changes(plan_, parse_installed(stdout))
+    dpkg = dpkg_state(stdout)
+    apt = options["method"] == "apt"
+    keyring_installed = bool(_KEYRING_INSTALLED.match(dpkg["status"].get("cuda-keyring", "")))
+    repo = apt and (options["repo_source"] == "deb822" or (options["repo_source"] == "keyring" and not keyring_installed))
+    apt_work = apt and (changes_["apt"] or bool(dpkg["interrupted"]) or (bool(options["hold"]) and bool(changes_["unheld"])))
+    links = bool((reading.get("links") or {}).get("needed"))
+    return {
+        "host": reading,
+        "changes": changes_,
+        "dpkg": dpkg,
+        "keyring_installed": keyring_installed,
+        "repo": repo,
+        "apt": apt_work,
+        "links": links,
+        "any": links or repo or apt_work or options["method"] == "runfile",
+    }
 
 
 def driver_too_old(driver_version, min_driver):

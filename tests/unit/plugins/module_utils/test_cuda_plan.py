@@ -378,3 +378,79 @@ def test_host_refusals(facts, wanted, options, refusals):
     got = cp.host_refusals(facts, wanted, dict(OPTIONS, **options))
     assert len(got) == len(refusals)
     assert all(g.startswith(r) for g, r in zip(got, refusals, strict=True)), got
+
+
+def test_newest_compares_releases_as_numbers_and_home_follows_it():
+    assert cp.newest(["12.9.1", "13.0.2", "12.10.0"]) == "13.0.2"
+    assert cp.newest(["12.10.0", "12.9.1"]) == "12.10.0"  # not as strings ("12.9" > "12.1")
+    assert cp.home(["12.10.0", "12.9.1"], "/usr/local/") == "/usr/local/cuda-12.10"
+    with pytest.raises(cp.PlanError, match="at least one release"):
+        cp.newest([])
+    with pytest.raises(cp.PlanError, match="not a full CUDA release"):
+        cp.newest(["13.0"])
+
+
+FACTS_DEBIAN = {"distribution": "Debian", "distribution_major_version": "12", "distribution_version": "12.8", "architecture": "x86_64"}
+FACTS_UBUNTU_ARM = {"distribution": "Ubuntu", "distribution_major_version": "24", "distribution_version": "24.04", "architecture": "aarch64"}
+BASE = "https://developer.download.nvidia.com/compute/cuda/repos"
+
+
+@pytest.mark.parametrize(
+    "base, distro, arch, facts, expected",
+    [
+        (BASE, "", "", FACTS_DEBIAN, BASE + "/debian12/x86_64/"),
+        (BASE + "//", "", "", FACTS_UBUNTU_ARM, BASE + "/ubuntu2404/sbsa/"),  # aarch64 servers are NVIDIA's sbsa
+        (BASE, "ubuntu2204", "x86_64", FACTS_UBUNTU_ARM, BASE + "/ubuntu2204/x86_64/"),  # the overrides win
+        ("file:///srv/cuda-repo", "", "", dict(FACTS_DEBIAN, architecture="ppc64le"), "file:///srv/cuda-repo/debian12/ppc64le/"),
+    ],
+)
+def test_repo_url_from_the_host_or_the_overrides(base, distro, arch, facts, expected):
+    assert cp.repo_url(base, distro, arch, facts) == expected
+
+
+APT = {"method": "apt", "repo_source": "deb822", "hold": True}
+
+
+def shipped_plan():
+    with open(ROLE_VARS) as fh:
+        known = yaml.safe_load(fh)["__cuda_toolkit_releases"]
+    return cp.plan(["13.0.2"], "slim", known)
+
+
+def converged_query(plan_, extra=""):
+    return "".join("%s %s hold ok installed\n" % tuple(p.split("=")) for p in plan_[0]["packages"]) + extra
+
+
+def test_work_on_a_converged_host_is_only_the_deb822_source_the_role_owns():
+    plan_ = shipped_plan()
+    reading = {"packages": {"stdout": converged_query(plan_)}, "links": {"needed": False}}
+    got = cp.work(plan_, reading, APT)
+    assert (got["apt"], got["links"], got["repo"], got["any"]) == (False, False, True, True)
+    assert got["host"] is reading and got["changes"]["apt"] is False and got["dpkg"]["interrupted"] == []
+    # with the keyring's source and its package installed, nothing at all: the change phases are skipped
+    keyring = dict(APT, repo_source="keyring")
+    done = cp.work(plan_, {"packages": {"stdout": converged_query(plan_, "cuda-keyring 1.1-1 install ok installed\n")}, "links": {}}, keyring)
+    assert done["keyring_installed"] is True and done["any"] is False
+    assert cp.work(plan_, reading, keyring)["repo"] is True  # the keyring package is still to install
+
+
+def test_work_finds_a_missing_package_an_unfinished_dpkg_run_an_unheld_pin_and_links():
+    plan_ = shipped_plan()
+    none = dict(APT, repo_source="none")
+    missing = converged_query(plan_).replace("cuda-nvcc-13-0 13.0.88-1 hold ok installed\n", "")
+    assert cp.work(plan_, {"packages": {"stdout": missing}}, none)["apt"] is True
+    unpacked = converged_query(plan_, "cuda-cudart-12-8 12.8.90-1 install ok unpacked\n")
+    got = cp.work(plan_, {"packages": {"stdout": unpacked}}, none)
+    assert got["apt"] is True and got["changes"]["apt"] is False and got["dpkg"]["interrupted"] == ["cuda-cudart-12-8"]
+    unheld = converged_query(plan_).replace("cuda-crt-13-0 13.0.88-1 hold", "cuda-crt-13-0 13.0.88-1 install")
+    assert cp.work(plan_, {"packages": {"stdout": unheld}}, none)["apt"] is True
+    assert cp.work(plan_, {"packages": {"stdout": unheld}}, dict(none, hold=False))["any"] is False  # unheld is fine then
+    links = cp.work(plan_, {"packages": {"stdout": converged_query(plan_)}, "links": {"needed": True}}, none)
+    assert (links["links"], links["apt"], links["any"]) == (True, False, True)
+
+
+def test_work_of_the_runfile_method_is_checked_each_run_and_never_apt():
+    plan_ = shipped_plan()
+    got = cp.work(plan_, {"packages": {"stdout": ""}, "links": {"needed": False}}, {"method": "runfile", "repo_source": "deb822", "hold": True})
+    assert (got["apt"], got["repo"], got["links"], got["any"]) == (False, False, False, True)
+    assert cp.work(plan_, {}, {"method": "runfile", "repo_source": "none", "hold": False})["changes"]["install"]  # no reading of packages
