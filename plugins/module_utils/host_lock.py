@@ -11,6 +11,7 @@ from this controller is stale and may be replaced; any other holder is waited fo
 from __future__ import annotations
 
 import json
+import threading
 
 DEFAULT_PATH = "/run/blackwell-inference/play.lock"
 IDENTITY = ("controller", "pid", "pid_start")
@@ -64,21 +65,36 @@ def proc_start_time(stat_text):
         return None
 
 
-def readings(asked, readers):
+def readings(asked, readers, lift=("toolkit",)):
     """What a play asked to read of the host under its lock (host_lock's read option): {name: reading} for each name
     asked with options, each reading what readers[name](options) returned, with the options it was made with and
     failed=False; a reader that raises gives {options, failed: True, msg} (the role then reads for itself and reports
-    it). A toolkit reading's ansible_facts are returned apart, as the task's facts. Returns (readings, facts)."""
-    out, facts = {}, {}
+    it). The readings are made side by side (a thread each: they wait on their commands, not on each other). The
+    ansible_facts of the readings named in lift (the toolkit's) are returned apart, as the task's facts; any other
+    reading keeps its own (the service's are those of its environment, for its role). Returns (readings, facts)."""
+    made = {}
+
+    def make(name, reader, options):
+        try:
+            made[name] = (True, dict(reader(options)))
+        except Exception as exc:  # the role reads for itself and reports what fails there
+            made[name] = (False, getattr(exc, "msg", None) or str(exc))
+
+    threads = []
     for name, reader in readers.items():
         options = (asked or {}).get(name)
-        if options is None:
+        if options is not None:
+            threads.append((name, options, threading.Thread(target=make, args=(name, reader, options), daemon=True)))
+    for _name, _options, thread in threads:
+        thread.start()
+    out, facts = {}, {}
+    for name, options, thread in threads:
+        thread.join()
+        ok, reading = made.get(name, (False, "the reading stopped without an answer"))
+        if not ok:
+            out[name] = {"options": options, "failed": True, "msg": reading}
             continue
-        try:
-            reading = dict(reader(options))
-        except Exception as exc:  # the role reads for itself and reports what fails there
-            out[name] = {"options": options, "failed": True, "msg": getattr(exc, "msg", None) or str(exc)}
-            continue
-        facts.update(reading.pop("ansible_facts", {}))
+        if name in lift:
+            facts.update(reading.pop("ansible_facts", {}))
         out[name] = dict(reading, options=options, failed=False)
     return out, facts

@@ -45,8 +45,9 @@ options:
       - With O(state=acquired), what to read of the host in the same call once the lock is this play's, so that a role
         whose own read would ask the same finds it done under the lock (one remote call instead of one per role).
       - O(read.toolkit) takes the options of M(blackwell.inference.toolkit_probe), O(read.venv) those of
-        M(blackwell.inference.venv_probe). Each reading is returned with the options it was made with; a reading that
-        fails is returned as failed, and the role then reads for itself and reports it.
+        M(blackwell.inference.venv_probe), O(read.service) those of M(blackwell.inference.service_probe). Each reading
+        is returned with the options it was made with; a reading that fails is returned as failed, and the role then
+        reads for itself and reports it.
     type: dict
     suboptions:
       toolkit:
@@ -54,6 +55,12 @@ options:
         type: dict
       venv:
         description: M(blackwell.inference.venv_probe)'s options.
+        type: dict
+      service:
+        description:
+          - M(blackwell.inference.service_probe)'s options (C(marker), C(cuda_home) and C(jit_dir) required; an
+            option that is null is not read).
+          - Its C(ansible_facts) stay in its reading (those of the service's environment); they are not this task's.
         type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -105,8 +112,9 @@ took_over:
   type: dict
 read:
   description:
-    - Per reading asked for (C(toolkit), C(venv)) - what M(blackwell.inference.toolkit_probe) or
-      M(blackwell.inference.venv_probe) returns (the toolkit's C(blackwell_cuda) also as this task's facts), with
+    - Per reading asked for (C(toolkit), C(venv), C(service)) - what M(blackwell.inference.toolkit_probe),
+      M(blackwell.inference.venv_probe) or M(blackwell.inference.service_probe) returns (the toolkit's C(blackwell_cuda)
+      also as this task's facts), with
       C(options) (the options it was made with) and C(failed); a failed one has C(msg) instead.
   returned: when O(read) is given and the lock was acquired
   type: dict
@@ -121,7 +129,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, host_lock, toolkit_read, venv_info
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, host_lock, service_read, toolkit_read, venv_info
 
 
 def read(path):
@@ -145,17 +153,23 @@ def write_new(path, owner):
 
 
 def readers(module):
-    """The reads host_lock's read option may ask for, through one runner (a command asked twice runs once)."""
-    run = commands.CachingRunner(commands.module_runner(module))
+    """The reads host_lock's read option may ask for, each through a runner of its own (they run side by side; a
+    command asked twice in one reading runs once)."""
+
+    def runner():
+        return commands.CachingRunner(commands.module_runner(module))
 
     def toolkit(options):
-        # the toolkit's commands only (the runner's list grows with the venv's reading after it)
+        run = runner()
         return dict(toolkit_read.read_for(module, run, options), commands_run=list(run.calls))
 
     def venv(options):
-        return venv_info.read_host(run, options["root"], options.get("python") or "python3", options.get("tools") or [])
+        return venv_info.read_host(runner(), options["root"], options.get("python") or "python3", options.get("tools") or [])
 
-    return {"toolkit": toolkit, "venv": venv}
+    def service(options):
+        return service_read.read(module, runner(), service_read.params(options))
+
+    return {"toolkit": toolkit, "venv": venv, "service": service}
 
 
 def acquired(module, holder):
@@ -174,7 +188,7 @@ def main():
             "timeout": {"type": "int", "default": 1800},
             "owner": {"type": "dict"},
             "take_over": {"type": "dict"},
-            "read": {"type": "dict", "options": {"toolkit": {"type": "dict"}, "venv": {"type": "dict"}}},
+            "read": {"type": "dict", "options": {"toolkit": {"type": "dict"}, "venv": {"type": "dict"}, "service": {"type": "dict"}}},
         },
         supports_check_mode=True,
     )

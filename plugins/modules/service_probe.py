@@ -83,9 +83,18 @@ options:
         when the look of O(health) stands (otherwise M(blackwell.inference.service_health) gathers them after the
         run's changes).
     type: dict
+  reading:
+    description:
+      - A reading made under the play's lock with these options (what M(blackwell.inference.host_lock) returns in
+        C(read.service)). The action returns it as this task's result, its facts included, and reads nothing; the
+        C(sglang_service) role gives it only when the toolkit and venv roles changed nothing since.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
+  action:
+    description: The controller side returns a given O(reading) without a call to the host; otherwise the module reads.
+    support: full
   check_mode:
     support: full
   diff_mode:
@@ -177,21 +186,15 @@ commands_run:
   returned: always
   type: list
   elements: list
+read_under_lock:
+  description: Whether the result is the O(reading) made under the play's lock (nothing was read by this task).
+  returned: always
+  type: bool
 """
-
-import os
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, files, service_http, service_probe
-from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health_logic
-from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as unit_logic
-
-UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep")
-FACTS_OPTIONS = ("nvidia_smi", "environment", "venv", "venv_optional", "toolkit_root")
-SUMMARY_FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
-HEALTH_OPTIONS = ("path", "sample_path", "listen", "sample_body", "unit", "venv", "request_timeout", "sample_timeout")
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, service_read
 
 
 def run_module():
@@ -206,96 +209,18 @@ def run_module():
             summary_facts=dict(type="dict"),
             health=dict(type="dict"),
             observe=dict(type="list", elements="str", default=[]),
+            reading=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
-    p = module.params
+    if module.params["reading"]:  # the action returns it; run on its own, the module does the same
+        module.exit_json(**dict({k: v for k, v in module.params["reading"].items() if k not in ("options", "failed", "msg")}, changed=False))
     run = commands.CachingRunner(commands.module_runner(module))
-    out = {"unit": read_unit(module, run, p["unit"]) if p["unit"] is not None else None}
-    marker, marker_error = service_probe.read_marker(p["marker"])
-    out["health"] = look(module, p["health"], (out["unit"] or {}).get("listen"), marker) if p["health"] is not None else None
-    if p["facts"] is not None:
-        out["blackwell_cuda"] = gather_facts(module, run, p["facts"], FACTS_OPTIONS)
-        out["ansible_facts"] = {"blackwell_cuda": out["blackwell_cuda"]}
-    # only for a look that stands: otherwise service_health asks again and gathers them after this run's changes
-    if p["summary_facts"] is not None and out["health"] and out["health"]["stands"]:
-        try:
-            given = cuda_measure.facts_options(p["summary_facts"], SUMMARY_FACTS_OPTIONS)
-            summary = cuda_measure.in_unit(module, run, given, module.boolean, pwd.getpwuid(os.getuid()).pw_dir)[0]
-            out["ansible_facts"] = {"blackwell_cuda": summary}
-        except cuda_measure.MeasureError as exc:  # e.g. something else answers on the port while the unit is not loaded
-            out["health"].update(stands=False, summary_facts_error=exc.msg)
-    nvcc = os.path.join(p["cuda_home"], "bin", "nvcc")
-    snapshot = service_probe.snapshot_state(p["snapshot_store"]) if p["snapshot_store"] else {"exists": False, "error": None}
-    module.exit_json(
-        changed=False,
-        marker=marker,
-        marker_error=marker_error,
-        nvcc={"path": nvcc, "exists": os.path.exists(nvcc)},
-        gone_venv_links=service_probe.gone_venv_links(p["jit_dir"]),
-        snapshot=snapshot,
-        observed=files.observe_all(p["observe"]),
-        commands_run=run.calls,
-        **out,
-    )
-
-
-def options(module, name, given, known):
-    unknown = sorted(set(given) - set(known))
-    if unknown:
-        module.fail_json(msg="%s: unsupported option(s) %s (known: %s)" % (name, ", ".join(unknown), ", ".join(known)))
-    return dict(given)
-
-
-def read_unit(module, run, given):
-    kw = options(module, "unit", given, UNIT_OPTIONS)
-    if not kw.get("unit") or not kw.get("venv"):
-        module.fail_json(msg="unit: needs unit (the unit's name) and venv")
-    kw["port"] = int(kw.get("port", 30000))
-    kw["keep"] = module.boolean(kw.get("keep", True))
-    kw["exclude"] = list(kw.get("exclude") or [])
-    kw["command"] = [str(x) for x in kw.get("command") or []]
     try:
-        return unit_logic.read(run, **kw)
-    except unit_logic.UnitReadError as exc:
-        module.fail_json(msg=exc.msg, **exc.result)
-
-
-def gather_facts(module, run, given, known):
-    try:
-        p = cuda_measure.facts_options(given, known)
-        return cuda_measure.in_unit(module, run, p, module.boolean, pwd.getpwuid(os.getuid()).pw_dir)[0]
-    except cuda_measure.MeasureError as exc:
-        module.fail_json(msg=exc.msg, **exc.result)
-
-
-def look(module, given, listen, marker):
-    """One look at the service (service_http.look): its health endpoint, then the sampled request. It listens where
-    the unit read in this call says, else where O(health)'s listen says. No look at a state the marker does not vouch
-    for (service_probe.look_refusal)."""
-    kw = options(module, "health", given, HEALTH_OPTIONS)
-    venv_now = os.path.realpath(kw["venv"]) if kw.get("venv") and os.path.lexists(kw["venv"]) else None
-    refusal = service_probe.look_refusal(marker, venv_now)
-    if refusal:
-        return {"stands": False, "not_looked": refusal, "answered": None, "status": None, "sample": None}
-    listen = kw.get("listen") or listen
-    if not kw.get("path") or not listen:
-        module.fail_json(msg="health: needs path (the health endpoint's), and listen ({host, port}) unless the unit is read in this call")
-    if kw.get("sample_path"):
-        refused = health_logic.sample_checked(kw.get("sample_body"))
-        if refused:
-            module.fail_json(msg="health: sample_body: %s" % refused)
-    base = service_http.base_url(listen)
-
-    def unit_state():
-        return service_http.unit_state(module, kw.get("unit"))
-
-    try:
-        timeouts = int(kw.get("request_timeout", 5)), int(kw.get("sample_timeout", 30))
-    except (TypeError, ValueError):
-        module.fail_json(msg="health: request_timeout and sample_timeout must be integers")
-    sample_url = base + kw["sample_path"] if kw.get("sample_path") else None
-    return dict(service_http.look(base + kw["path"], sample_url, kw.get("sample_body"), timeouts[0], timeouts[1], unit_state), not_looked=None)
+        reading = service_read.read(module, run, {k: module.params[k] for k in service_read.PARAMS})
+    except service_read.ReadError as exc:
+        module.fail_json(msg=exc.msg, commands_run=run.calls, **exc.result)
+    module.exit_json(changed=False, **reading)
 
 
 def main():

@@ -76,3 +76,38 @@ def test_a_reading_that_fails_is_returned_failed_and_one_not_asked_is_not_made()
     assert out == {"toolkit": {"options": {"nvidia_smi": "nvidia-smi"}, "failed": True, "msg": "nvidia-smi failed (rc 9)"}}
     assert facts == {}
     assert hl.readings(None, {"toolkit": toolkit}) == ({}, {})
+
+
+def test_the_services_reading_keeps_its_own_facts():
+    # the service's facts are those of its environment: they are its role's, never the lock task's (the toolkit's are)
+    service_facts = {"blackwell_cuda": {"environment": {"CUDA_HOME": "/usr/local/cuda-13.0"}}}
+
+    def toolkit(options):
+        return {"ansible_facts": {"blackwell_cuda": {"environment": {}}}}
+
+    def service(options):
+        return {"ansible_facts": service_facts, "marker": {"ready": True}}
+
+    out, facts = hl.readings({"toolkit": {}, "service": {"marker": "/m"}}, {"toolkit": toolkit, "service": service})
+    assert facts == {"blackwell_cuda": {"environment": {}}}
+    assert out["service"]["ansible_facts"] == service_facts and out["service"]["marker"] == {"ready": True}
+
+
+def test_readings_are_made_side_by_side():
+    # each reader waits until the other has started: made one after the other, the first would time out
+    import threading
+
+    started = {"toolkit": threading.Event(), "service": threading.Event()}
+
+    def reader(me, other):
+        def read(options):
+            started[me].set()
+            if not started[other].wait(5):
+                raise RuntimeError("%s ran alone" % me)
+            return {"who": me}
+
+        return read
+
+    out, _facts = hl.readings({"toolkit": {}, "service": {}}, {"toolkit": reader("toolkit", "service"), "service": reader("service", "toolkit")})
+    assert out["toolkit"]["who"] == "toolkit" and out["service"]["who"] == "service"
+    assert not out["toolkit"]["failed"] and not out["service"]["failed"]

@@ -1,0 +1,82 @@
+"""One reading of what the sglang_service role decides from (service_probe's, and host_lock's read.service)."""
+
+import json
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import commands
+from ansible_collections.blackwell.inference.plugins.module_utils import service_read as sr
+
+
+class Module:
+    """What the reading asks of AnsibleModule when it reads no unit, no facts and does not look."""
+
+    @staticmethod
+    def boolean(value):
+        return value in (True, "true", "yes", 1)
+
+
+def no_commands(argv, env=None, timeout=60, data=None):
+    raise AssertionError("no command without unit, facts or health: %s" % argv)
+
+
+@pytest.mark.parametrize(
+    "given, refusal",
+    [
+        ({"marker": "/m", "cuda_home": "/usr/local/cuda-13.0"}, "service: needs jit_dir"),
+        ({}, "service: needs marker, cuda_home, jit_dir"),
+        ({"marker": "/m", "cuda_home": "/c", "jit_dir": "/j", "listen": {}}, "service: unsupported option(s) listen"),
+    ],
+)
+def test_params_refuse_what_the_module_would(given, refusal):
+    with pytest.raises(sr.ReadError, match=refusal.replace("(", r"\(").replace(")", r"\)")):
+        sr.params(given)
+
+
+def test_params_take_null_as_not_read():
+    p = sr.params({"marker": "/m", "cuda_home": "/c", "jit_dir": "/j", "unit": None, "health": None, "observe": None})
+    assert p["unit"] is p["facts"] is p["health"] is p["summary_facts"] is p["snapshot_store"] is None and p["observe"] == []
+
+
+def test_a_reading_of_the_marker_the_toolkit_the_workspaces_and_the_snapshot(tmp_path):
+    marker = tmp_path / "sglang.fact"
+    marker.write_text(json.dumps({"ready": True, "venv": "/opt/sglang/venvs/119f0a510a34ff5f"}))
+    (tmp_path / "cuda-13.0" / "bin").mkdir(parents=True)
+    (tmp_path / "cuda-13.0" / "bin" / "nvcc").write_text("")
+    jit = tmp_path / "jit" / "119f0a510a34ff5f"
+    jit.mkdir(parents=True)
+    (jit / "venv").symlink_to(tmp_path / "venvs" / "gone")
+    run = commands.CachingRunner(no_commands)
+    p = sr.params({"marker": str(marker), "cuda_home": str(tmp_path / "cuda-13.0"), "jit_dir": str(tmp_path / "jit"), "observe": [str(tmp_path / "jit" / "*")]})
+    got = sr.read(Module(), run, p)
+    assert got["marker"] == {"ready": True, "venv": "/opt/sglang/venvs/119f0a510a34ff5f"} and got["marker_error"] is None
+    assert got["nvcc"] == {"path": str(tmp_path / "cuda-13.0" / "bin" / "nvcc"), "exists": True}
+    assert got["gone_venv_links"] == [str(jit / "venv")] and got["snapshot"] == {"exists": False, "error": None}
+    assert list(got["observed"]) == [str(jit)] and got["observed"][str(jit)]["type"] == "directory"
+    assert got["unit"] is None and got["health"] is None and "ansible_facts" not in got and got["commands_run"] == []
+
+
+def test_no_look_at_a_service_the_marker_does_not_vouch_for(tmp_path):
+    marker = tmp_path / "sglang.fact"
+    marker.write_text(json.dumps({"ready": False}))
+    p = sr.params({"marker": str(marker), "cuda_home": "/nowhere", "jit_dir": str(tmp_path), "health": {"path": "/health", "unit": "sglang.service"}})
+    got = sr.read(Module(), commands.CachingRunner(no_commands), p)
+    assert got["health"] == {"stands": False, "not_looked": "the ready marker does not say ready", "answered": None, "status": None, "sample": None}
+    assert got["nvcc"]["exists"] is False
+
+
+@pytest.mark.parametrize(
+    "health, refusal",
+    [
+        ({"path": "/health"}, "health: needs path"),  # no listen, and no unit read in this call
+        ({"path": "/health", "listen": {"host": "127.0.0.1", "port": 30000}, "sample_path": "/generate", "sample_body": {"text": "hi"}}, "health: sample_body"),
+        ({"path": "/health", "listen": {"host": "127.0.0.1", "port": 30000}, "sample_timeout": "soon"}, "must be integers"),
+        ({"path": "/health", "port": 30000}, "health: unsupported option"),
+    ],
+)
+def test_a_look_that_cannot_be_made_is_refused(tmp_path, health, refusal):
+    marker = tmp_path / "sglang.fact"
+    marker.write_text(json.dumps({"ready": True}))
+    p = sr.params({"marker": str(marker), "cuda_home": "/c", "jit_dir": str(tmp_path), "health": health})
+    with pytest.raises(sr.ReadError, match=refusal):
+        sr.read(Module(), commands.CachingRunner(no_commands), p)
