@@ -18,10 +18,10 @@ description:
     task inherits them loaded. It prints nothing and changes no result.
   - A plugin that fails to load here is left alone; the task that uses it reports the error as before.
   - When the playbook starts, a process of its own builds, into this run's payload cache, the payloads that
-    ansible-core sends to the host for the collection's modules this playbook uses. Those are the modules its tasks
-    name, and when it runs one of the collection's roles, the lock's and the roles' probes and what C(--tags verify)
-    calls, in the order a run reaches them. A task otherwise builds its module's payload the first time the run uses
-    that module (about 0.1 s each, on the task's path). ansible-core locks each payload while it is built and reads a
+    ansible-core sends to the host for the collection's modules this playbook uses first. When it runs one of the
+    collection's roles, that is the lock's only (every run calls it first; a run that changes nothing calls nothing else
+    of the collection's); otherwise the modules its tasks name. A task otherwise builds its module's payload the first
+    time the run uses that module (about 0.1 s each, on the task's path). ansible-core locks each payload while it is built and reads a
     finished one only, so a task never sees half of one; a payload this process did not get to is built by its task as
     before. It stops when ansible-playbook is gone.
   - Enable it in C(ansible.cfg) with C(callbacks_enabled = blackwell.inference.preload).

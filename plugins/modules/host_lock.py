@@ -129,7 +129,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, host_lock, service_read, toolkit_read, venv_info
+from ansible_collections.blackwell.inference.plugins.module_utils import host_lock
 
 
 def read(path):
@@ -155,6 +155,9 @@ def write_new(path, owner):
 def readers(module):
     """The reads host_lock's read option may ask for, each through a runner of its own (they run side by side; a
     command asked twice in one reading runs once)."""
+
+    # imported here: giving the lock back reads nothing, and skips their imports on the host
+    from ansible_collections.blackwell.inference.plugins.module_utils import commands, service_read, toolkit_read, venv_info  # noqa: PLC0415
 
     def runner():
         return commands.CachingRunner(commands.module_runner(module))

@@ -83,20 +83,24 @@ LOOKUPS = {
 }
 
 
-# the modules whose payloads are built ahead when a playbook runs this collection's roles, in the order a run reaches
-# them: the lock and the three roles' probes (a no-op run), then what a run with --tags verify calls
-PAYLOADS_FIRST = ("host_lock", "toolkit_probe", "venv_probe", "service_probe", "cuda_facts", "service_health", "jit_smoke")
+# the modules whose payloads are built ahead when a playbook runs this collection's roles: the lock, which every run
+# calls first (a no-op calls nothing else of the collection's: the roles' readings are the lock's). A module a run
+# calls only when it changes something or verifies builds its payload in its task, as without this callback: building
+# them all ahead took CPU the first tasks were waiting for (about 0.3 s of a no-op's median on the 2-core lab machine)
+PAYLOADS_FIRST = ("host_lock",)
 
 
 def payloads_for(actions, roles, plugins_dir=PLUGINS):
     """Fully qualified names of the modules whose payloads are worth building ahead for a playbook, first needed first:
-    when it runs one of this collection's roles (roles: their fully qualified names), the modules of PAYLOADS_FIRST;
-    then this collection's modules its tasks name (actions, as loaded: a role's tasks that are included at run time
+    when it runs one of this collection's roles (roles: their fully qualified names), the modules of PAYLOADS_FIRST
+    only; otherwise this collection's modules its tasks name (actions, as loaded: tasks that are included at run time
     are not among them). ansible-core's own modules are left to their tasks: a run that needs them changes the host
     and takes minutes."""
     own = set(names(plugins_dir)["module"])
-    wanted = [COLLECTION + "." + n for n in PAYLOADS_FIRST] if any(str(r).startswith(COLLECTION + ".") for r in roles) else []
-    wanted += sorted({a for a in actions if a in own} - set(wanted))
+    if any(str(r).startswith(COLLECTION + ".") for r in roles):
+        wanted = [COLLECTION + "." + n for n in PAYLOADS_FIRST]
+    else:
+        wanted = sorted(a for a in actions if a in own)
     return [m for m in wanted if m in own]
 
 

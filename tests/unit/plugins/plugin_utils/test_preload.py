@@ -99,12 +99,14 @@ def test_every_name_is_fully_qualified(kind):
     assert all(re.match(r"^(blackwell\.inference|ansible\.builtin)\.[a-z_]+$", n) for n in preload.names()[kind])
 
 
-def test_a_playbook_of_the_roles_gets_the_probes_first_then_the_modules_it_names():
-    first = ["blackwell.inference." + n for n in preload.PAYLOADS_FIRST]
-    assert set(first) <= set(preload.names()["module"])
+def test_a_playbook_of_the_roles_gets_the_lock_only():
+    # every run of the roles calls the lock first, and a no-op nothing else of the collection's (the roles' readings are
+    # the lock's); the modules a run calls when it changes or verifies something build their own payloads
+    assert preload.PAYLOADS_FIRST == ("host_lock",) and "blackwell.inference.host_lock" in preload.names()["module"]
     roles = {"blackwell.inference.cuda_toolkit", "blackwell.inference.sglang_service"}
     actions = {"blackwell.inference.host_lock", "blackwell.inference.paths", "ansible.builtin.debug", "ansible.builtin.stat"}
-    assert preload.payloads_for(actions, roles) == [*first, "blackwell.inference.paths"]
+    assert preload.payloads_for(actions, roles) == ["blackwell.inference.host_lock"]
+    assert preload.payloads_for(set(), {"blackwell.inference.sglang_venv"}) == ["blackwell.inference.host_lock"]
 
 
 def test_a_playbook_without_the_roles_gets_only_the_modules_it_names():
