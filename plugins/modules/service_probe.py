@@ -85,15 +85,16 @@ options:
     type: dict
   reading:
     description:
-      - A reading made under the play's lock with these options (what M(blackwell.inference.host_lock) returns in
-        C(read.service)). The action returns it as this task's result, its facts included, and reads nothing; the
-        C(sglang_service) role gives it only when the toolkit and venv roles changed nothing since.
+      - A reading made under the play's lock (what M(blackwell.inference.host_lock) returns in C(read.service)). The
+        action returns it as this task's result, its facts included, and reads nothing when it was made with exactly
+        this task's other options and did not fail; otherwise the module reads. The module itself never sees this
+        option. The C(sglang_service) role gives it only when the toolkit and venv roles changed nothing since.
     type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   action:
-    description: The controller side returns a given O(reading) without a call to the host; otherwise the module reads.
+    description: The controller side returns a given O(reading) that stands without a call to the host.
     support: full
   check_mode:
     support: full
@@ -209,12 +210,10 @@ def run_module():
             summary_facts=dict(type="dict"),
             health=dict(type="dict"),
             observe=dict(type="list", elements="str", default=[]),
-            reading=dict(type="dict"),
+            reading=dict(type="dict"),  # the action's (plugins/action/service_probe.py)
         ),
         supports_check_mode=True,
     )
-    if module.params["reading"]:  # the action returns it; run on its own, the module does the same
-        module.exit_json(**dict({k: v for k, v in module.params["reading"].items() if k not in ("options", "failed", "msg")}, changed=False))
     run = commands.CachingRunner(commands.module_runner(module))
     try:
         reading = service_read.read(module, run, {k: module.params[k] for k in service_read.PARAMS})

@@ -48,10 +48,19 @@ options:
       - Read the cuda links too, with these options of M(blackwell.inference.cuda_link) (C(root), C(default),
         C(wanted), C(record)). Omitted, RV(links) is null.
     type: dict
+  reading:
+    description:
+      - A reading made under the play's lock (what M(blackwell.inference.host_lock) returns in C(read.toolkit)). The
+        action returns it as this task's result and reads nothing when it was made with exactly this task's other
+        options and did not fail; otherwise the module reads. The module itself never sees this option.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
 attributes:
+  action:
+    description: The controller side returns a given O(reading) that stands without a call to the host.
+    support: full
   check_mode:
     support: full
   diff_mode:
@@ -112,6 +121,10 @@ links:
   returned: always
   type: dict
   sample: {needed: false, actions: [], recorded: false, pending: [], refusals: [], error: null, lines: ["/usr/local/cuda -> /usr/local/cuda-12.8 (kept)"]}
+read_under_lock:
+  description: Whether the result is the O(reading) made under the play's lock (nothing was read by this task).
+  returned: always
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -130,6 +143,7 @@ def run_module():
             apt_source_url=dict(type="str", default=D["apt_source_url"]),
             compile_record=dict(type="path", default=D["compile_record"]),
             links=dict(type="dict"),
+            reading=dict(type="dict"),  # the action's (plugins/action/toolkit_probe.py)
         ),
         supports_check_mode=True,
     )

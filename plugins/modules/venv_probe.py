@@ -31,9 +31,18 @@ options:
     type: list
     elements: str
     default: []
+  reading:
+    description:
+      - A reading made under the play's lock (what M(blackwell.inference.host_lock) returns in C(read.venv)). The
+        action returns it as this task's result and reads nothing when it was made with exactly this task's other
+        options and did not fail; otherwise the module reads. The module itself never sees this option.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
+  action:
+    description: The controller side returns a given O(reading) that stands without a call to the host.
+    support: full
   check_mode:
     support: full
   diff_mode:
@@ -76,6 +85,10 @@ venvs:
   elements: dict
   sample: [{name: 2c26817414e442ed, path: /opt/sglang/venvs/2c26817414e442ed, isdir: true, complete: true, marker_mtime: 1764683988.1,
             marker: {hash: 2c26817414e442ed, versions: {flashinfer-python: 0.7.4, torch: 2.13.0+cpu}}}]
+read_under_lock:
+  description: Whether the result is the O(reading) made under the play's lock (nothing was read by this task).
+  returned: always
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -89,6 +102,7 @@ def run_module():
             root=dict(type="path", required=True),
             python=dict(type="str", default="python3"),
             tools=dict(type="list", elements="str", default=[]),
+            reading=dict(type="dict"),  # the action's (plugins/action/venv_probe.py)
         ),
         supports_check_mode=True,
     )
