@@ -423,3 +423,62 @@ def apt_sources_naming(url, root="/etc/apt"):
             except OSError:
                 continue
     return found
+
+
+def _int(value):
+    """Jinja's int filter: the integer, through a float for '1.5', else 0."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+_URL = re.compile(r"^(https?|file):")
+
+
+def variable_refusals(v):
+    """The cuda_toolkit role's variables checked before any change: [] when they are all good, else one refusal per
+    variable that is wrong, each naming it. v: the role's variables by name (cuda_toolkit_*). The releases and pins the
+    plan cannot make are refused by plan()."""
+    versions, archs = v["cuda_toolkit_versions"], v["cuda_toolkit_verify_archs"] or []
+    bad_archs = cuda_arch.nvcc_refusals(archs)
+    base, distro, arch = str(v["cuda_toolkit_repo_base_url"]), str(v["cuda_toolkit_repo_distro"]), str(v["cuda_toolkit_repo_arch"])
+    key_url, fingerprint, source = str(v["cuda_toolkit_repo_key_url"]), str(v["cuda_toolkit_repo_key_fingerprint"]), v["cuda_toolkit_repo_source"]
+    key_source = key_url if source == "deb822" and key_url else base
+    checks = [
+        (len(versions or []) > 0, "cuda_toolkit_versions must list at least one release (got %s)." % (versions,)),
+        (str(v["cuda_toolkit_root"]).startswith("/"), "cuda_toolkit_root must be an absolute path (got %s)." % v["cuda_toolkit_root"]),
+        (
+            not bad_archs,
+            "cuda_toolkit_verify_archs entries must be nvcc archs like sm_120a, sm_120f or sm_89 (got %s in %s)." % (", ".join(map(str, bad_archs)), archs),
+        ),
+        (bool(_URL.match(base)), "cuda_toolkit_repo_base_url must be an http(s):// or file: URL (got %s)." % base),
+        (
+            distro == "" or re.match(r"^[a-z]+[0-9]+$", distro) is not None,
+            "cuda_toolkit_repo_distro must be empty or NVIDIA's name like debian12, ubuntu2404 (got '%s')." % distro,
+        ),
+        (arch in ("", "x86_64", "sbsa"), "cuda_toolkit_repo_arch must be empty, x86_64 or sbsa (got '%s')." % arch),
+        (key_url == "" or bool(_URL.match(key_url)), "cuda_toolkit_repo_key_url must be empty or an http(s):// or file: URL (got '%s')." % key_url),
+        (
+            fingerprint == "" or re.match(r"^[0-9A-Fa-f]{40}$", fingerprint.replace(" ", "")) is not None,
+            "cuda_toolkit_repo_key_fingerprint must be empty (no check) or 40 hex digits (got '%s')." % fingerprint,
+        ),
+        (
+            v["cuda_toolkit_method"] != "apt" or source == "none" or fingerprint != "" or not key_source.startswith("http:"),
+            "cuda_toolkit_repo_key_fingerprint must be set when the %s comes over plain http (%s): anyone on the path could swap it."
+            % ("key" if source == "deb822" else "cuda-keyring package", key_source),
+        ),
+        (_int(v["cuda_toolkit_apt_retries"]) >= 0, "cuda_toolkit_apt_retries must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_retries"]),
+        (
+            _int(v["cuda_toolkit_apt_retry_delay"]) >= 0,
+            "cuda_toolkit_apt_retry_delay must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_retry_delay"],
+        ),
+        (
+            _int(v["cuda_toolkit_apt_lock_timeout"]) >= 0,
+            "cuda_toolkit_apt_lock_timeout must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_lock_timeout"],
+        ),
+    ]
+    return [msg for ok, msg in checks if not ok]

@@ -5,7 +5,9 @@ workers will agree with, and the environment the unit gets. The first refusal wi
 
 from __future__ import annotations
 
-from ansible_collections.blackwell.inference.plugins.module_utils import paths, service_list, sglang_rules, sglang_service
+import re
+
+from ansible_collections.blackwell.inference.plugins.module_utils import paths, service_health, service_list, sglang_rules, sglang_service
 
 
 def arch_choice(target_archs, sglang=None, override=""):
@@ -45,6 +47,90 @@ def environment_refusal(environment):
     if set(names) & set(sglang_service.MANAGED_KEYS) or not all(service_list.ENV_NAME.match(k) for k in names):
         return "sglang_service_environment: variable names, none of %s (got %s)." % (", ".join(sglang_service.MANAGED_KEYS), names)
     return ""
+
+
+def _int(value):
+    """Jinja's int filter: the integer, through a float for '1.5', else 0."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def _match(pattern, value):
+    return re.match(pattern, "" if value is None else str(value)) is not None
+
+
+_UNIT_NAME = r"^[A-Za-z0-9@_.-]+$"
+_ACCOUNT = r"^[a-z_][a-z0-9_-]*$"
+_ARCH_LIST = r"^([0-9]+\.[0-9]+[af]?)([ ,;][0-9]+\.[0-9]+[af]?)*$"
+_OWN_CACHE_NOT = ("", "/", "/var", "/var/cache", "/tmp")  # noqa: S108 - refused as a cache directory, never used
+
+
+def variable_refusals(v):
+    """The sglang_service role's variables checked before any change: [] when they are all good, else one refusal per
+    variable that is wrong, each naming it and what it takes. v: the role's variables by name (sglang_service_*), and
+    `extras_error` (sglang_service_extra_services' error, checked with the first service only: None otherwise)."""
+    name, mode = str(v["sglang_service_name"]), v["sglang_service_mode"]
+    cuda_home, cache = str(v["sglang_service_cuda_home"]), str(v["sglang_service_cache_dir"])
+    secret = v["sglang_service_secret_environment"] or {}
+    sample = v["sglang_service_sample_request"]
+    sample_refusal = "" if not sample else service_health.sample_checked(dict(sample)) or ""
+    env_refusal = environment_refusal(v["sglang_service_environment"])
+    checks = [
+        (_match(_UNIT_NAME, name) and not name.endswith(".service"), "sglang_service_name: a unit name without .service (got %s)." % name),
+        (
+            _match(_ACCOUNT, v["sglang_service_user"]) and (mode == "dropin" or v["sglang_service_user"] != "root"),
+            "sglang_service_user: an account name, not root when the role owns the unit (got %s)." % v["sglang_service_user"],
+        ),
+        (_match(_ACCOUNT, v["sglang_service_group"]), "sglang_service_group: a group name (got %s)." % v["sglang_service_group"]),
+        (
+            _match("^/", cuda_home) and re.sub("/+$", "", cuda_home) != "/usr/local/cuda",
+            "sglang_service_cuda_home: an absolute path other than /usr/local/cuda, which stays with CUDA 12.8's users (got %s)." % cuda_home,
+        ),
+        (_match("^/", v["sglang_service_venv"]), "sglang_service_venv: an absolute path (got %s)." % v["sglang_service_venv"]),
+        (
+            _match("^/", cache) and re.sub("/+$", "", cache) not in _OWN_CACHE_NOT,
+            "sglang_service_cache_dir: an absolute directory of its own, not /, /var, /var/cache or /tmp (got %s)." % cache,
+        ),
+        (
+            v["sglang_service_jit_build_log"] == "" or _match("^/", v["sglang_service_jit_build_log"]),
+            "sglang_service_jit_build_log: empty or an absolute path (got %s)." % v["sglang_service_jit_build_log"],
+        ),
+        (
+            v["sglang_service_arch_list"] == "" or _match(_ARCH_LIST, v["sglang_service_arch_list"]),
+            "sglang_service_arch_list: empty or MAJOR.MINOR[a|f] entries like 12.0a (got '%s')." % v["sglang_service_arch_list"],
+        ),
+        (
+            all(_match("^/", p) for p in v["sglang_service_ld_library_path"]),
+            "sglang_service_ld_library_path: absolute paths (got %s)." % (v["sglang_service_ld_library_path"],),
+        ),
+        (env_refusal == "", env_refusal),
+        (
+            all(_match(r"^[A-Za-z_][A-Za-z0-9_]*$", k) for k in secret),
+            "sglang_service_secret_environment: variable names (values not shown).",
+        ),
+        (1 <= _int(v["sglang_service_port"]) <= 65535, "sglang_service_port: 1-65535 (got %s)." % v["sglang_service_port"]),
+        (_match("^/", v["sglang_service_health_path"]), "sglang_service_health_path: starts with / (got %s)." % v["sglang_service_health_path"]),
+        (_int(v["sglang_service_health_timeout"]) > 0, "sglang_service_health_timeout: seconds > 0 (got %s)." % v["sglang_service_health_timeout"]),
+        (
+            sample_refusal == "",
+            "sglang_service_sample_request: SGLang's /generate body that samples, or {} for none (%s)." % sample_refusal,
+        ),
+        (_match("^/", v["sglang_service_sample_path"]), "sglang_service_sample_path: starts with / (got %s)." % v["sglang_service_sample_path"]),
+        (_int(v["sglang_service_sample_timeout"]) > 0, "sglang_service_sample_timeout: seconds > 0 (got %s)." % v["sglang_service_sample_timeout"]),
+        (_int(v["sglang_service_smoke_timeout"]) > 0, "sglang_service_smoke_timeout: seconds > 0 (got %s)." % v["sglang_service_smoke_timeout"]),
+        (
+            len(v["sglang_service_command"] or []) > 0 or len(v["sglang_service_model_path"] or "") > 0,
+            "sglang_service_model_path or sglang_service_command: one of them must be set.",
+        ),
+        (_match("^[a-z][a-z0-9_]*$", v["sglang_service_marker"]), "sglang_service_marker: a lower-case identifier (got %s)." % v["sglang_service_marker"]),
+        (v.get("extras_error") is None, v.get("extras_error")),
+    ]
+    return [msg for ok, msg in checks if not ok]
 
 
 def probe_environment(environment, cuda_home, venv, arch_list=""):

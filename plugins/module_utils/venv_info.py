@@ -266,3 +266,50 @@ def inputs_plan(host, root, options):
         "build": not this.get("complete", False),
         "previous": host.get("current"),
     }
+
+
+_PINNED = re.compile(r"^[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==\S+$")
+_SYSTEM_DIRS = ("", "/usr", "/opt", "/var", "/home", "/root", "/tmp")  # noqa: S108 - refused as a root, never used
+
+
+def _int(value):
+    """Jinja's int filter: the integer, through a float for '1.5', else 0."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def variable_refusals(v):
+    """The sglang_venv role's variables checked before any change: [] when they are all good, else one refusal per
+    variable that is wrong, each naming it. v: the role's variables by name (sglang_venv_*). The lock file and the
+    patches are files on the controller (relative paths from its working directory, as Ansible's `file` test)."""
+    root = str(v["sglang_venv_root"])
+    packages, lock_file = v["sglang_venv_packages"] or [], v["sglang_venv_lock_file"] or ""
+    patches = v["sglang_venv_patches"] or []
+    checks = [
+        (
+            root.startswith("/") and re.sub("/+$", "", root) not in _SYSTEM_DIRS,
+            "sglang_venv_root: an absolute directory of its own, not / or a system directory (got %s)." % root,
+        ),
+        (
+            _int(v["sglang_venv_keep"]) >= 2,
+            "sglang_venv_keep: >= 2, the current venv counts and a rollback needs the previous one (got %s)." % v["sglang_venv_keep"],
+        ),
+        (_int(v["sglang_venv_build_timeout"]) > 0, "sglang_venv_build_timeout: seconds > 0 (got %s)." % v["sglang_venv_build_timeout"]),
+        (
+            len(lock_file) > 0 or (len(packages) > 0 and all(_PINNED.match(str(p)) for p in packages)),
+            "sglang_venv_packages: pinned requirements name==version, at least one, unless there is a lock file (got %s)." % (packages,),
+        ),
+        (
+            no_deps_accepted(v["sglang_venv_packages_no_deps"], packages, lock_file),
+            "sglang_venv_packages_no_deps: pinned requirements name==version, none of them also in sglang_venv_packages, and "
+            "none with sglang_venv_lock_file (got %s)." % (v["sglang_venv_packages_no_deps"],),
+        ),
+        (lock_file == "" or os.path.isfile(lock_file), "sglang_venv_lock_file: a file on the controller (got '%s')." % lock_file),
+        (all(os.path.isfile(str(p)) for p in patches), "sglang_venv_patches: files on the controller (got %s)." % (patches,)),
+    ]
+    return [msg for ok, msg in checks if not ok]

@@ -1,0 +1,98 @@
+"""The cuda_toolkit and sglang_venv roles' variables checked before any change (cuda_plan.variable_refusals,
+venv_info.variable_refusals): each wrong value is refused by the variable's name, and only that one."""
+
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan, venv_info
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+
+
+def defaults(role, prefix):
+    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) as fh:
+        return {k: v for k, v in yaml.safe_load(fh).items() if k.startswith(prefix)}
+
+
+TOOLKIT = defaults("cuda_toolkit", "cuda_toolkit_")
+VENV = defaults("sglang_venv", "sglang_venv_")
+
+
+def named(msg, names):
+    return {n for n in names if re.search(r"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])" % n, msg)}
+
+
+TOOLKIT_BAD = [
+    ({"cuda_toolkit_versions": []}, "cuda_toolkit_versions"),
+    ({"cuda_toolkit_root": "usr/local"}, "cuda_toolkit_root"),
+    ({"cuda_toolkit_verify_archs": ["sm_120a", "sm_5", "120a"]}, "cuda_toolkit_verify_archs"),
+    ({"cuda_toolkit_repo_base_url": "ftp://mirror/cuda"}, "cuda_toolkit_repo_base_url"),
+    ({"cuda_toolkit_repo_distro": "Debian 12"}, "cuda_toolkit_repo_distro"),
+    ({"cuda_toolkit_repo_arch": "aarch64"}, "cuda_toolkit_repo_arch"),
+    ({"cuda_toolkit_repo_key_url": "keys.example/3bf863cc.pub"}, "cuda_toolkit_repo_key_url"),
+    ({"cuda_toolkit_repo_key_fingerprint": "EB69 3B30"}, "cuda_toolkit_repo_key_fingerprint"),
+    # no fingerprint for a key that comes over plain http
+    ({"cuda_toolkit_repo_key_fingerprint": "", "cuda_toolkit_repo_key_url": "http://mirror/3bf863cc.pub"}, "cuda_toolkit_repo_key_fingerprint"),
+    ({"cuda_toolkit_apt_retries": -1}, "cuda_toolkit_apt_retries"),
+    ({"cuda_toolkit_apt_retry_delay": "-10"}, "cuda_toolkit_apt_retry_delay"),
+    ({"cuda_toolkit_apt_lock_timeout": -300}, "cuda_toolkit_apt_lock_timeout"),
+]
+
+
+def test_the_toolkit_defaults_pass_and_so_do_good_overrides():
+    assert cuda_plan.variable_refusals(TOOLKIT) == []
+    good = dict(TOOLKIT, cuda_toolkit_repo_distro="ubuntu2404", cuda_toolkit_repo_arch="sbsa", cuda_toolkit_verify_archs=["sm_120f", "sm_89"])
+    assert cuda_plan.variable_refusals(good) == []
+    # plain http without a fingerprint is fine with no source of the role's own
+    no_source = dict(TOOLKIT, cuda_toolkit_repo_key_fingerprint="", cuda_toolkit_repo_source="none", cuda_toolkit_repo_base_url="http://m/r")
+    assert cuda_plan.variable_refusals(no_source) == []
+
+
+@pytest.mark.parametrize("change, name", TOOLKIT_BAD)
+def test_a_wrong_toolkit_value_is_refused_by_its_name_only(change, name):
+    (msg,) = cuda_plan.variable_refusals(dict(TOOLKIT, **change))
+    assert named(msg, TOOLKIT) == {name}, msg
+
+
+def test_the_verify_archs_refusal_names_the_wrong_entries():
+    (msg,) = cuda_plan.variable_refusals(dict(TOOLKIT, cuda_toolkit_verify_archs=["sm_120a", "sm_5"]))
+    assert msg == "cuda_toolkit_verify_archs entries must be nvcc archs like sm_120a, sm_120f or sm_89 (got sm_5 in ['sm_120a', 'sm_5'])."
+    # the keyring package over plain http is named as such
+    (keyring,) = cuda_plan.variable_refusals(
+        dict(TOOLKIT, cuda_toolkit_repo_source="keyring", cuda_toolkit_repo_key_fingerprint="", cuda_toolkit_repo_base_url="http://m/r")
+    )
+    assert "the cuda-keyring package comes over plain http (http://m/r)" in keyring
+
+
+VENV_BAD = [
+    ({"sglang_venv_root": "/opt/"}, "sglang_venv_root"),
+    ({"sglang_venv_root": "opt/sglang"}, "sglang_venv_root"),
+    ({"sglang_venv_keep": 1}, "sglang_venv_keep"),
+    ({"sglang_venv_build_timeout": 0}, "sglang_venv_build_timeout"),
+    ({"sglang_venv_packages": ["sglang>=0.5"]}, "sglang_venv_packages"),
+    ({"sglang_venv_packages": []}, "sglang_venv_packages"),
+    ({"sglang_venv_lock_file": "/nowhere/requirements.lock"}, "sglang_venv_lock_file"),
+    ({"sglang_venv_patches": ["/nowhere/fix.patch"]}, "sglang_venv_patches"),
+]
+
+
+def test_the_venv_defaults_pass_and_a_lock_file_stands_for_the_pins(tmp_path):
+    assert venv_info.variable_refusals(VENV) == []
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("sglang==0.5.23\n")
+    assert venv_info.variable_refusals(dict(VENV, sglang_venv_packages=[], sglang_venv_lock_file=str(lock))) == []
+
+
+@pytest.mark.parametrize("change, name", VENV_BAD)
+def test_a_wrong_venv_value_is_refused_by_its_name_only(change, name):
+    (msg,) = venv_info.variable_refusals(dict(VENV, **change))
+    assert named(msg, VENV) == {name}, msg
+
+
+def test_packages_without_their_dependencies_are_refused_with_both_names():
+    pinned = VENV["sglang_venv_packages"][0]
+    (msg,) = venv_info.variable_refusals(dict(VENV, sglang_venv_packages_no_deps=[pinned]))
+    assert msg.startswith("sglang_venv_packages_no_deps: pinned requirements name==version, none of them also in sglang_venv_packages")
