@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible_collections.blackwell.inference.plugins.module_utils import host_platform
+from ansible_collections.blackwell.inference.plugins.module_utils import fleet_summary, host_platform
 
 
 def host_refusal(facts):
     return host_platform.refusal(facts) or ""
 
 
+def host_summary(cuda, host, summaries=None):
+    return fleet_summary.host_lines(host, cuda, summaries or [])
+
+
 class FilterModule:
     def filters(self):
-        return {"host_refusal": host_refusal}
+        return {"host_refusal": host_refusal, "host_summary": host_summary}

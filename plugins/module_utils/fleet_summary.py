@@ -171,3 +171,149 @@ def document(rows, playbook=None, started=None, ended=None):
         "counts": counts,
         "rows": rows,
     }
+
+
+def _or(value, fallback):
+    """Jinja's default(fallback, true): the fallback for a missing or empty value."""
+    return value if value else fallback
+
+
+def _join(values, sep=" "):
+    return sep.join(str(v) for v in values or [])
+
+
+def _int_or_zero(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+_COMMAND_SOURCES = {"unit": "the unit's own, interpreter moved to the managed venv", "variables": "from the variables"}
+
+
+def _smoke(st):
+    if not st:
+        return "none"
+    compile_, launch, warm = st.get("compile") or {}, st.get("launch") or {}, st.get("warm") or {}
+    modules = warm.get("modules") or []
+    line = "compile %s %s s (%s); launch %s; warm %s %s s" % (
+        "ok" if compile_.get("ok", False) else "FAILED",
+        compile_.get("seconds", "?"),
+        _join(compile_.get("archs") or []),
+        ("ok " + str(launch.get("detail", ""))) if launch.get("launched", False) else "skipped: " + str(launch.get("reason", "?")),
+        _or(_join(m.get("name") for m in modules), "-"),
+        warm.get("seconds", "?"),
+    )
+    return line + (" (compiled into the cache)" if any(m.get("compiled") for m in modules) else "")
+
+
+def _service_lines(s):
+    sm = s.get("sample")
+    if sm and not sm.get("ok"):
+        health = "health answering, sampled request FAILED"
+    else:
+        health = "health " + ("answering" if _int_or_zero(s.get("health")) == 200 else "not answering (%s)" % s.get("health"))
+        health += ", sampled request ok" if sm else ""
+    if sm:
+        health += " (%s: %s, %s s)" % (sm.get("url"), sm.get("detail"), sm.get("seconds"))
+    lines = [
+        "service: %s (%s), %s" % (s.get("unit"), s.get("mode"), health),
+        "service environment: " + _join("%s=%s" % kv for kv in sorted((s.get("environment") or {}).items()) if kv[0] != "PATH"),
+    ]
+    command = s.get("command")
+    if command is not None:
+        lines.append("service command (%s): %s" % (_COMMAND_SOURCES.get(command.get("source"), command.get("source")), _join(command.get("argv"))))
+        if "old" in command:
+            lines.append("  it replaced the unit's own: " + _join(command["old"]))
+    lines.append("smoke (%s): %s" % (s.get("smoke_source"), _smoke(s.get("smoke"))))
+    last_good = s.get("last_good")
+    lines.append(
+        "state: %s%s"
+        % (s.get("state"), " (last good state: %s of %s)" % (last_good.get("venv"), last_good.get("time")) if last_good else " (no last good state)")
+    )
+    lines.append("%s: %s" % ("READY" if is_true(s.get("ready")) else "NOT READY", s.get("reason")))
+    for cause in s.get("causes") or []:
+        lines.append(
+            "why the service fails (%s): %s (journal: %s); fix: %s"
+            % (
+                "the run systemd restarted it from" if cause.get("run", "") == "previous" else "its journal since its last start",
+                cause.get("cause"),
+                cause.get("line"),
+                cause.get("fix"),
+            )
+        )
+    return lines
+
+
+def host_lines(host, cuda, summaries):
+    """The per-host summary site.yml prints, line by line: the GPUs, driver, toolkits, /usr/local/cuda, the venv,
+    FlashInfer's view and verdict (cuda: blackwell_cuda of the service's environment, with every FlashInfer service on
+    the host), then each managed service (summaries: sglang_service_summaries)."""
+    c = cuda or {}
+    fi, driver, gpus_ = c.get("flashinfer") or {}, c.get("driver") or {}, c.get("gpus") or []
+    lines = ["host: %s" % host]
+    if gpus_:
+        for cc in c.get("compute_capabilities") or []:
+            same = [g for g in gpus_ if g.get("compute_capability") == cc]
+            lines.append("gpus: %dx %s (CC %s)" % (len(same), same[0].get("name") if same else "?", cc))
+    else:
+        lines.append("gpus: none (%s)" % _or(driver.get("error"), "no GPU"))
+    lines.append(
+        "driver: %s (CUDA <= %s, open kernel module: %s)"
+        % (_or(driver.get("version"), "-"), _or(driver.get("cuda_version"), "?"), _or(driver.get("open_kernel_module"), "unknown"))
+    )
+    toolkits = [
+        "%s (%s%s)"
+        % (
+            t.get("path"),
+            _or(t.get("version"), "nvcc: %s" % t.get("nvcc_error")),
+            "" if t.get("has_curand_headers") and t.get("has_driver_stubs") else ", not JIT-ready",
+        )
+        for t in c.get("toolkits") or []
+    ]
+    lines.append("toolkits: " + (", ".join(toolkits) or "none"))
+    default = c.get("default_toolkit")
+    lines.append("/usr/local/cuda: %s" % (default.get("path") if default else "absent"))
+    venv = c.get("venv")
+    lines.append("venv: " + ("%s %s" % (venv.get("path"), _join("%s=%s" % kv for kv in sorted((venv.get("packages") or {}).items()))) if venv else "not given"))
+    lines.append(
+        "flashinfer %s: CUDA %s from %s (home %s via %s), archs %s"
+        % (
+            _or(fi.get("version"), "-"),
+            _or(fi.get("cuda_version"), "?"),
+            _or(fi.get("cuda_version_source"), "?"),
+            _or(fi.get("cuda_home"), "?"),
+            _or(fi.get("cuda_home_source"), "?"),
+            _or(_join(fi.get("target_archs")), "none"),
+        )
+    )
+    lines.append("verdict: " + ("ACCEPTED" if fi.get("accepted") else "REFUSED: %s" % fi.get("error")))
+    if fi.get("symptom"):
+        lines.append("the service would fail with: %s" % fi["symptom"])
+    for u in c.get("services") or []:
+        workers = " (SGLang's workers: %s)" % _join(u.get("worker_archs")) if u.get("sglang") and u.get("worker_archs") else ""
+        lines.append(
+            "flashinfer service %s (%s%s): %s, flashinfer %s%s, CUDA %s (home %s), archs %s%s: %s%s%s"
+            % (
+                u.get("unit"),
+                u.get("active"),
+                ", this role's" if u.get("managed") else "",
+                u.get("venv"),
+                u.get("flashinfer"),
+                " sglang %s" % u["sglang"] if u.get("sglang") else "",
+                _or(u.get("cuda_version"), "?"),
+                _or(u.get("cuda_home"), "?"),
+                _or(_join(u.get("target_archs")), "none"),
+                workers,
+                "ACCEPTED" if u.get("accepted") else "REFUSED: %s" % u.get("error"),
+                "; but %s" % u["cold_jit"] if u.get("cold_jit") else "",
+                "; it would fail with: %s" % u["symptom"] if u.get("symptom") and not u.get("accepted") else "",
+            )
+        )
+    for s in summaries or []:
+        lines.extend(_service_lines(s))
+    return [line for line in lines if line]
