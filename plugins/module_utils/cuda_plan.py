@@ -448,6 +448,15 @@ def variable_refusals(v):
     base, distro, arch = str(v["cuda_toolkit_repo_base_url"]), str(v["cuda_toolkit_repo_distro"]), str(v["cuda_toolkit_repo_arch"])
     key_url, fingerprint, source = str(v["cuda_toolkit_repo_key_url"]), str(v["cuda_toolkit_repo_key_fingerprint"]), v["cuda_toolkit_repo_source"]
     key_source = key_url if source == "deb822" and key_url else base
+    runfiles = v["cuda_toolkit_runfiles"] or {}
+    # a file and a sha256 per release (NVIDIA publishes md5 only, which does not resist a forged file)
+    no_runfile = [
+        str(r)
+        for r in versions or []
+        if not isinstance(runfiles.get(str(r)), dict)
+        or not (runfiles[str(r)].get("src") or "")
+        or re.match(r"^sha256:[0-9a-f]{64}$", str(runfiles[str(r)].get("checksum") or "")) is None
+    ]
     checks = [
         (len(versions or []) > 0, "cuda_toolkit_versions must list at least one release (got %s)." % (versions,)),
         (str(v["cuda_toolkit_root"]).startswith("/"), "cuda_toolkit_root must be an absolute path (got %s)." % v["cuda_toolkit_root"]),
@@ -480,5 +489,13 @@ def variable_refusals(v):
             _int(v["cuda_toolkit_apt_lock_timeout"]) >= 0,
             "cuda_toolkit_apt_lock_timeout must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_lock_timeout"],
         ),
+    ]
+    checks += [
+        (
+            False,
+            "cuda_toolkit_method=runfile needs cuda_toolkit_runfiles['%s'] with src (path or URL) and checksum sha256:<64 hex digits> "
+            "(NVIDIA publishes md5 only, which does not resist a forged file: take the sha256 of the runfile you checked)" % r,
+        )
+        for r in (no_runfile if v["cuda_toolkit_method"] == "runfile" else [])
     ]
     return [msg for ok, msg in checks if not ok]

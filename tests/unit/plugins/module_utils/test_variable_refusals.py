@@ -67,6 +67,20 @@ def test_the_verify_archs_refusal_names_the_wrong_entries():
     assert "the cuda-keyring package comes over plain http (http://m/r)" in keyring
 
 
+def test_the_runfile_method_needs_a_file_and_a_sha256_per_release():
+    runfile = dict(TOOLKIT, cuda_toolkit_method="runfile", cuda_toolkit_versions=["12.9.1", "13.0.2"])
+    good = {"src": "/srv/cuda_13.0.2.run", "checksum": "sha256:" + "0" * 64}
+    got = cuda_plan.variable_refusals(dict(runfile, cuda_toolkit_runfiles={"13.0.2": good, "12.9.1": dict(good, checksum="md5:" + "0" * 32)}))
+    assert got == [
+        "cuda_toolkit_method=runfile needs cuda_toolkit_runfiles['12.9.1'] with src (path or URL) and checksum sha256:<64 hex digits> "
+        "(NVIDIA publishes md5 only, which does not resist a forged file: take the sha256 of the runfile you checked)"
+    ]
+    assert len(cuda_plan.variable_refusals(runfile)) == 2  # none given: one refusal per release
+    assert cuda_plan.variable_refusals(dict(runfile, cuda_toolkit_runfiles={"13.0.2": good, "12.9.1": good})) == []
+    assert cuda_plan.variable_refusals(dict(runfile, cuda_toolkit_runfiles={"13.0.2": dict(good, src=""), "12.9.1": good}))
+    assert cuda_plan.variable_refusals(TOOLKIT) == []  # apt: the runfiles are not looked at
+
+
 VENV_BAD = [
     ({"sglang_venv_root": "/opt/"}, "sglang_venv_root"),
     ({"sglang_venv_root": "opt/sglang"}, "sglang_venv_root"),
