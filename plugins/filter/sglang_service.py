@@ -33,6 +33,7 @@ class FilterModule:
             "sglang_service_probe_env": service_plan.probe_environment,
             "sglang_service_environment_refusal": service_plan.environment_refusal,
             "sglang_service_variable_refusals": service_plan.variable_refusals,
+            "sglang_service_summary": service_plan.summary,
             "sglang_service_extra_services": service_list.extra_services,
             "sglang_service_host_verdict": service_list.host_verdict,
             "sglang_service_systemd_quote": guard(sglang_service.systemd_quote),

@@ -133,6 +133,55 @@ def variable_refusals(v):
     return [msg for ok, msg in checks if not ok]
 
 
+def _skipped(result):
+    return result is None or bool((result or {}).get("skipped"))
+
+
+def summary(marker, facts):
+    """One service's summary at the end of its run (sglang_service_summary, a line of the per-host summary and the
+    fleet table), from the marker as it was before the run and what the run found. facts: unit, mode, environment,
+    need (needs_validation), probe_health (the preflight's look), health_now (the health check's result; skipped
+    when the look stood), live_smoke (--tags verify's jit_smoke result; None or skipped when it did not run),
+    ready_without_launch, verdict and smoke (this run's validation; None when none ran), unit_show (the unit as read)
+    and command (the service's argv). The readiness is sglang_service.readiness over the health that counts now."""
+    marker = marker or {}
+    health_now = facts.get("health_now")
+    health = (facts.get("probe_health") if _skipped(health_now) else health_now) or {}
+    live_smoke = facts.get("live_smoke")
+    live = not _skipped(live_smoke)
+    live_verdict = None
+    if live:
+        ready, reason = sglang_service.verdict(bool(live_smoke.get("failed")), live_smoke, facts.get("ready_without_launch"))
+        live_verdict = {"ready": ready, "reason": reason}
+    readiness = sglang_service.readiness(marker, facts.get("need"), health, live_verdict)
+    if live:
+        steps = live_smoke.get("steps", {})
+        source = "live (--tags verify)"
+    else:
+        smoke = facts.get("smoke") or {}
+        steps = smoke["steps"] if "steps" in smoke else marker.get("smoke", {})
+        source = "this run" if facts.get("verdict") is not None else "ready marker of %s" % marker.get("time", "never")
+    unit_show = facts.get("unit_show") or {}
+    command = {"source": unit_show.get("source"), "argv": facts.get("command")}
+    if unit_show.get("replaced"):
+        command["old"] = unit_show.get("old")
+    return {
+        "unit": facts.get("unit"),
+        "mode": facts.get("mode"),
+        "environment": facts.get("environment"),
+        "ready": readiness["ready"],
+        "state": readiness["state"],
+        "reason": readiness["reason"],
+        "smoke": steps,
+        "smoke_source": source,
+        "health": health.get("status", -1),
+        "sample": health.get("sample"),
+        "causes": health.get("causes", []),
+        "command": command,
+        "last_good": marker.get("last_good"),
+    }
+
+
 def probe_environment(environment, cuda_home, venv, arch_list=""):
     """The environment the preflight's probe measures FlashInfer in, before the plan exists: the role's variables'
     environment with CUDA_HOME and the unit's PATH (sglang_service.service_path), and sglang_service_arch_list when set."""
