@@ -8,7 +8,7 @@ import json
 import os
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch, values
 
 RELEASE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 SLIM_COMPONENTS = (
@@ -425,17 +425,6 @@ def apt_sources_naming(url, root="/etc/apt"):
     return found
 
 
-def _int(value):
-    """Jinja's int filter: the integer, through a float for '1.5', else 0."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
-
-
 _URL = re.compile(r"^(https?|file):")
 
 
@@ -480,13 +469,13 @@ def variable_refusals(v):
             "cuda_toolkit_repo_key_fingerprint must be set when the %s comes over plain http (%s): anyone on the path could swap it."
             % ("key" if source == "deb822" else "cuda-keyring package", key_source),
         ),
-        (_int(v["cuda_toolkit_apt_retries"]) >= 0, "cuda_toolkit_apt_retries must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_retries"]),
+        (values.to_int(v["cuda_toolkit_apt_retries"]) >= 0, "cuda_toolkit_apt_retries must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_retries"]),
         (
-            _int(v["cuda_toolkit_apt_retry_delay"]) >= 0,
+            values.to_int(v["cuda_toolkit_apt_retry_delay"]) >= 0,
             "cuda_toolkit_apt_retry_delay must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_retry_delay"],
         ),
         (
-            _int(v["cuda_toolkit_apt_lock_timeout"]) >= 0,
+            values.to_int(v["cuda_toolkit_apt_lock_timeout"]) >= 0,
             "cuda_toolkit_apt_lock_timeout must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_lock_timeout"],
         ),
     ]

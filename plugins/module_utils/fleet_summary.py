@@ -9,6 +9,8 @@ or never reached (the roll stopped before its batch).
 
 from __future__ import annotations
 
+from ansible_collections.blackwell.inference.plugins.module_utils import values
+
 READY = "READY"
 NOT_READY = "NOT READY"
 UNREACHABLE = "UNREACHABLE"
@@ -178,18 +180,8 @@ def _or(value, fallback):
     return value if value else fallback
 
 
-def _join(values, sep=" "):
-    return sep.join(str(v) for v in values or [])
-
-
-def _int_or_zero(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
+def _join(items, sep=" "):
+    return sep.join(str(v) for v in items or [])
 
 
 _COMMAND_SOURCES = {"unit": "the unit's own, interpreter moved to the managed venv", "variables": "from the variables"}
@@ -216,7 +208,7 @@ def _service_lines(s):
     if sm and not sm.get("ok"):
         health = "health answering, sampled request FAILED"
     else:
-        health = "health " + ("answering" if _int_or_zero(s.get("health")) == 200 else "not answering (%s)" % s.get("health"))
+        health = "health " + ("answering" if values.to_int(s.get("health")) == 200 else "not answering (%s)" % s.get("health"))
         health += ", sampled request ok" if sm else ""
     if sm:
         health += " (%s: %s, %s s)" % (sm.get("url"), sm.get("detail"), sm.get("seconds"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils import paths, service_health, service_list, sglang_rules, sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils import paths, service_health, service_list, sglang_rules, sglang_service, values
 
 
 def arch_choice(target_archs, sglang=None, override=""):
@@ -47,17 +47,6 @@ def environment_refusal(environment):
     if set(names) & set(sglang_service.MANAGED_KEYS) or not all(service_list.ENV_NAME.match(k) for k in names):
         return "sglang_service_environment: variable names, none of %s (got %s)." % (", ".join(sglang_service.MANAGED_KEYS), names)
     return ""
-
-
-def _int(value):
-    """Jinja's int filter: the integer, through a float for '1.5', else 0."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
 
 
 def _match(pattern, value):
@@ -113,16 +102,16 @@ def variable_refusals(v):
             all(_match(r"^[A-Za-z_][A-Za-z0-9_]*$", k) for k in secret),
             "sglang_service_secret_environment: variable names (values not shown).",
         ),
-        (1 <= _int(v["sglang_service_port"]) <= 65535, "sglang_service_port: 1-65535 (got %s)." % v["sglang_service_port"]),
+        (1 <= values.to_int(v["sglang_service_port"]) <= 65535, "sglang_service_port: 1-65535 (got %s)." % v["sglang_service_port"]),
         (_match("^/", v["sglang_service_health_path"]), "sglang_service_health_path: starts with / (got %s)." % v["sglang_service_health_path"]),
-        (_int(v["sglang_service_health_timeout"]) > 0, "sglang_service_health_timeout: seconds > 0 (got %s)." % v["sglang_service_health_timeout"]),
+        (values.to_int(v["sglang_service_health_timeout"]) > 0, "sglang_service_health_timeout: seconds > 0 (got %s)." % v["sglang_service_health_timeout"]),
         (
             sample_refusal == "",
             "sglang_service_sample_request: SGLang's /generate body that samples, or {} for none (%s)." % sample_refusal,
         ),
         (_match("^/", v["sglang_service_sample_path"]), "sglang_service_sample_path: starts with / (got %s)." % v["sglang_service_sample_path"]),
-        (_int(v["sglang_service_sample_timeout"]) > 0, "sglang_service_sample_timeout: seconds > 0 (got %s)." % v["sglang_service_sample_timeout"]),
-        (_int(v["sglang_service_smoke_timeout"]) > 0, "sglang_service_smoke_timeout: seconds > 0 (got %s)." % v["sglang_service_smoke_timeout"]),
+        (values.to_int(v["sglang_service_sample_timeout"]) > 0, "sglang_service_sample_timeout: seconds > 0 (got %s)." % v["sglang_service_sample_timeout"]),
+        (values.to_int(v["sglang_service_smoke_timeout"]) > 0, "sglang_service_smoke_timeout: seconds > 0 (got %s)." % v["sglang_service_smoke_timeout"]),
         (
             len(v["sglang_service_command"] or []) > 0 or len(v["sglang_service_model_path"] or "") > 0,
             "sglang_service_model_path or sglang_service_command: one of them must be set.",

@@ -23,13 +23,8 @@ HEALTH_OPTIONS = ("path", "sample_path", "listen", "sample_body", "unit", "venv"
 PARAMS = ("marker", "cuda_home", "jit_dir", "snapshot_store", "unit", "facts", "summary_facts", "health", "observe")
 
 
-class ReadError(Exception):
-    """What stops a reading: msg, and the failed command's rc/stdout/stderr when there was one."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg = msg
-        self.result = result or {}
+class ReadError(cuda_measure.MeasureError):
+    """What stops a reading: msg, and the failed command's rc/stdout/stderr when there was one (result)."""
 
 
 def params(given):

@@ -12,6 +12,8 @@ import json
 import os
 import re
 
+from ansible_collections.blackwell.inference.plugins.module_utils import values
+
 _TORCH_CUDA_RE = re.compile(r"""^cuda\s*(?::[^=]*)?=\s*(?:None|['"]([^'"]*)['"])\s*$""", re.M)
 _TORCH_VERSION_RE = re.compile(r"""^__version__\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]""", re.M)
 
@@ -272,17 +274,6 @@ _PINNED = re.compile(r"^[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==\S+$")
 _SYSTEM_DIRS = ("", "/usr", "/opt", "/var", "/home", "/root", "/tmp")  # noqa: S108 - refused as a root, never used
 
 
-def _int(value):
-    """Jinja's int filter: the integer, through a float for '1.5', else 0."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
-
-
 def variable_refusals(v):
     """The sglang_venv role's variables checked before any change: [] when they are all good, else one refusal per
     variable that is wrong, each naming it. v: the role's variables by name (sglang_venv_*). The lock file and the
@@ -296,10 +287,10 @@ def variable_refusals(v):
             "sglang_venv_root: an absolute directory of its own, not / or a system directory (got %s)." % root,
         ),
         (
-            _int(v["sglang_venv_keep"]) >= 2,
+            values.to_int(v["sglang_venv_keep"]) >= 2,
             "sglang_venv_keep: >= 2, the current venv counts and a rollback needs the previous one (got %s)." % v["sglang_venv_keep"],
         ),
-        (_int(v["sglang_venv_build_timeout"]) > 0, "sglang_venv_build_timeout: seconds > 0 (got %s)." % v["sglang_venv_build_timeout"]),
+        (values.to_int(v["sglang_venv_build_timeout"]) > 0, "sglang_venv_build_timeout: seconds > 0 (got %s)." % v["sglang_venv_build_timeout"]),
         (
             len(lock_file) > 0 or (len(packages) > 0 and all(_PINNED.match(str(p)) for p in packages)),
             "sglang_venv_packages: pinned requirements name==version, at least one, unless there is a lock file (got %s)." % (packages,),
