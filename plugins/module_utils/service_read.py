@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import threading
 
 from ansible_collections.blackwell.inference.plugins.module_utils import cuda_measure, files, service_http, service_probe
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health_logic
@@ -42,11 +43,14 @@ def params(given):
 def read(module, run, p):
     """The reading, as service_probe returns it (without `changed`). module: for its boolean() and run_command (the
     health look's unit state); run: a runner (commands.CachingRunner), whose calls are returned as commands_run."""
+    # the facts of the service's environment need nothing else of this reading: gathered while the unit is read and
+    # the service looked at (each waits on its commands or the service's answer)
+    facts = aside(gather_facts, module, run, p["facts"], FACTS_OPTIONS) if p["facts"] is not None else None
     out = {"unit": read_unit(run, p["unit"], module.boolean) if p["unit"] is not None else None}
     marker, marker_error = service_probe.read_marker(p["marker"])
     out["health"] = look(module, p["health"], (out["unit"] or {}).get("listen"), marker) if p["health"] is not None else None
-    if p["facts"] is not None:
-        out["blackwell_cuda"] = gather_facts(module, run, p["facts"], FACTS_OPTIONS)
+    if facts is not None:
+        out["blackwell_cuda"] = facts()
         out["ansible_facts"] = {"blackwell_cuda": out["blackwell_cuda"]}
     # only for a look that stands: otherwise service_health asks again and gathers them after this run's changes
     if p["summary_facts"] is not None and out["health"] and out["health"]["stands"]:
@@ -66,6 +70,29 @@ def read(module, run, p):
         commands_run=list(run.calls),
         **out,
     )
+
+
+def aside(fn, *args):
+    """Start fn(*args) in a thread of its own; returns a function that waits for it and returns what it returned, or
+    raises what it raised."""
+    done = {}
+
+    def target():
+        try:
+            done["value"] = fn(*args)
+        except Exception as exc:  # raised again by the caller, in its own thread
+            done["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        if "error" in done:
+            raise done["error"]
+        return done["value"]
+
+    return result
 
 
 def options(name, given, known):

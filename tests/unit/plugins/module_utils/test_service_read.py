@@ -1,6 +1,7 @@
 """One reading of what the sglang_service role decides from (service_probe's, and host_lock's read.service)."""
 
 import json
+import threading
 
 import pytest
 
@@ -80,3 +81,35 @@ def test_a_look_that_cannot_be_made_is_refused(tmp_path, health, refusal):
     p = sr.params({"marker": str(marker), "cuda_home": "/c", "jit_dir": str(tmp_path), "health": health})
     with pytest.raises(sr.ReadError, match=refusal):
         sr.read(Module(), commands.CachingRunner(no_commands), p)
+
+
+def test_aside_returns_the_value_or_raises_the_error_in_the_callers_thread():
+    seen = []
+    got = sr.aside(lambda a, b: seen.append(threading.current_thread()) or a + b, 2, 3)
+    assert got() == 5 and seen[0] is not threading.current_thread()
+    failed = sr.aside(lambda: (_ for _ in ()).throw(sr.ReadError("nvidia-smi: rc 9")))
+    with pytest.raises(sr.ReadError, match="nvidia-smi: rc 9"):
+        failed()
+
+
+def test_the_facts_fail_the_reading_while_the_look_is_made_beside_them(tmp_path, monkeypatch):
+    """The service environment's facts are gathered while the service is looked at; a failure of theirs still fails
+    the reading (with their message), after the look."""
+    marker = tmp_path / "sglang.fact"
+    marker.write_text(json.dumps({"ready": False}))
+    order = []
+
+    def facts(module, run, given, known):
+        order.append("facts")
+        raise sr.ReadError("cuda_facts: nvidia-smi failed", {"rc": 9})
+
+    def look(module, given, listen, m):
+        order.append("look")
+        return {"stands": False}
+
+    monkeypatch.setattr(sr, "gather_facts", facts)
+    monkeypatch.setattr(sr, "look", look)
+    p = sr.params({"marker": str(marker), "cuda_home": "/c", "jit_dir": str(tmp_path), "facts": {"nvidia_smi": "nvidia-smi"}, "health": {"path": "/h"}})
+    with pytest.raises(sr.ReadError, match="nvidia-smi failed") as err:
+        sr.read(Module(), commands.CachingRunner(no_commands), p)
+    assert err.value.result == {"rc": 9} and sorted(order) == ["facts", "look"]
