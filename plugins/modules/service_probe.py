@@ -29,6 +29,8 @@ description:
   - With O(summary_facts), also C(blackwell_cuda) of the service as its unit has it now, and every FlashInfer service
     on the host (what M(blackwell.inference.service_health) gathers with its C(facts) for the play's summary), as
     C(ansible_facts.blackwell_cuda), when the look stands; the facts of O(facts) are returned as RV(blackwell_cuda).
+  - The C(sglang_service) role gives it the lock's O(reading) only when the toolkit and venv roles changed nothing
+    before it.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -83,19 +85,10 @@ options:
         when the look of O(health) stands (otherwise M(blackwell.inference.service_health) gathers them after the
         run's changes).
     type: dict
-  reading:
-    description:
-      - A reading made under the play's lock (what M(blackwell.inference.host_lock) returns in C(read.service)). The
-        action returns it as this task's result, its facts included, and reads nothing when it was made with exactly
-        this task's other options and did not fail; otherwise the module reads. The module itself never sees this
-        option. The C(sglang_service) role gives it only when the toolkit and venv roles changed nothing since.
-    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - blackwell.inference.lock_reading
 attributes:
-  action:
-    description: The controller side returns a given O(reading) that stands without a call to the host.
-    support: full
   check_mode:
     support: full
   diff_mode:

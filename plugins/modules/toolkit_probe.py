@@ -48,19 +48,11 @@ options:
       - Read the cuda links too, with these options of M(blackwell.inference.cuda_link) (C(root), C(default),
         C(wanted), C(record)). Omitted, RV(links) is null.
     type: dict
-  reading:
-    description:
-      - A reading made under the play's lock (what M(blackwell.inference.host_lock) returns in C(read.toolkit)). The
-        action returns it as this task's result and reads nothing when it was made with exactly this task's other
-        options and did not fail; otherwise the module reads. The module itself never sees this option.
-    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - blackwell.inference.lock_reading
   - ansible.builtin.action_common_attributes.facts
 attributes:
-  action:
-    description: The controller side returns a given O(reading) that stands without a call to the host.
-    support: full
   check_mode:
     support: full
   diff_mode:

@@ -31,18 +31,10 @@ options:
     type: list
     elements: str
     default: []
-  reading:
-    description:
-      - A reading made under the play's lock (what M(blackwell.inference.host_lock) returns in C(read.venv)). The
-        action returns it as this task's result and reads nothing when it was made with exactly this task's other
-        options and did not fail; otherwise the module reads. The module itself never sees this option.
-    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - blackwell.inference.lock_reading
 attributes:
-  action:
-    description: The controller side returns a given O(reading) that stands without a call to the host.
-    support: full
   check_mode:
     support: full
   diff_mode:

@@ -87,7 +87,11 @@ def test_aside_returns_the_value_or_raises_the_error_in_the_callers_thread():
     seen = []
     got = sr.aside(lambda a, b: seen.append(threading.current_thread()) or a + b, 2, 3)
     assert got() == 5 and seen[0] is not threading.current_thread()
-    failed = sr.aside(lambda: (_ for _ in ()).throw(sr.ReadError("nvidia-smi: rc 9")))
+
+    def fails():
+        raise sr.ReadError("nvidia-smi: rc 9")
+
+    failed = sr.aside(fails)
     with pytest.raises(sr.ReadError, match="nvidia-smi: rc 9"):
         failed()
 
