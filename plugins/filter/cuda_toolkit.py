@@ -34,6 +34,7 @@ class FilterModule:
             "cuda_toolkit_newest": guard(cuda_plan.newest),
             "cuda_toolkit_repo_url": cuda_plan.repo_url,
             "cuda_toolkit_work": cuda_plan.work,
+            "cuda_toolkit_verify_work": cuda_plan.verify_work,
             "cuda_toolkit_variable_refusals": cuda_plan.variable_refusals,
             "cuda_toolkit_summary": cuda_plan.summarize,
             "cuda_toolkit_line": cuda_plan.summary_line,

@@ -212,6 +212,35 @@ def compile_needed(record, toolkits, version, arch, live):
     return toolkit is None or not _recorded(record, toolkit, arch)
 
 
+def verify_work(facts, versions, archs, reading, options):
+    """Whether the verify phase has anything to check or record, or every one of its steps would be skipped or pass on
+    what the host was read as (the role then skips them with one condition: tasks/verify.yml).
+
+    facts: ansible_facts.blackwell_cuda (None when not read); versions: the toolkits wanted (X.Y); archs: the compile
+    targets; reading: the preflight's (compile_record, links). options: live (--tags verify: compile every one),
+    method (a runfile install is checked each run), changed (this run installed, finished or relinked something),
+    check_mode (a toolkit not installed yet is not checked then). True when one of those says so, or a toolkit wanted
+    does not report its release or lacks what FlashInfer's JIT needs, a compile is not on record for the toolkit as it
+    is now, the links are not where they belong, or the record keeps an entry that no longer holds."""
+    if options.get("live") or options.get("method") == "runfile" or options.get("changed") or not facts:
+        return True
+    toolkits = facts.get("toolkits") or []
+    record = (reading or {}).get("compile_record") or {}
+    for version in versions:
+        toolkit = next((t for t in toolkits if t.get("dir_version") == version), None)
+        if toolkit is None:
+            if options.get("check_mode"):
+                continue
+            return True
+        if toolkit.get("version") != version or not toolkit.get("has_curand_headers") or not toolkit.get("has_driver_stubs"):
+            return True
+        if any(compile_needed(record, toolkits, version, arch, False) for arch in archs):
+            return True
+    if ((reading or {}).get("links") or {}).get("pending"):
+        return True
+    return compile_record(toolkits, [], record) != record
+
+
 def compile_record(toolkits, compile_results, record):
     """The record after this run: per toolkit path and arch, the toolkit's identity when a compile passed with it (this
     run, or an earlier one the identity still matches). Toolkits that are gone and stale entries drop out."""
@@ -245,22 +274,35 @@ def read_compile_record(path):
     return {k: {a: i for a, i in v.items() if isinstance(i, str)} for k, v in data.items() if isinstance(v, dict)}
 
 
-def summarize(toolkits, compile_results, default, wanted=(), record=None):
+def summarize(toolkits, compile_results, default, wanted=(), record=None, archs=()):
     """Per toolkit: version, release, path, jit_ready, wanted, compiled_for (archs that built: this run, or a compile
-    the record vouches for with the toolkit as it is now), recorded (the archs of those taken from the record), default."""
+    the record vouches for with the toolkit as it is now), recorded (the archs of those taken from the record), default.
+
+    archs: what each toolkit wanted compiles for; a (toolkit, arch) with no result (the verify phase's checks were
+    skipped: verify_work) counts as a compile the loop skipped."""
     built, recorded = {}, {}
     by_version = {t.get("dir_version"): t for t in toolkits or []}
+
+    def from_record(version, arch):
+        toolkit = by_version.get(version)
+        if toolkit and _recorded(record, toolkit, arch):
+            built.setdefault(version, []).append(arch)
+            recorded.setdefault(version, []).append(arch)
+
+    seen = set()
     for res in compile_results or []:
         entry, arch = res["item"]
+        seen.add((entry["version"], arch))
         if res.get("skipped"):
-            toolkit = by_version.get(entry["version"])
-            if toolkit and _recorded(record, toolkit, arch):
-                built.setdefault(entry["version"], []).append(arch)
-                recorded.setdefault(entry["version"], []).append(arch)
+            from_record(entry["version"], arch)
             continue
         if res.get("rc") != 0:
             continue
         built.setdefault(entry["version"], []).append(arch)
+    for version in wanted or ():
+        for arch in archs or ():
+            if (version, arch) not in seen:
+                from_record(version, arch)
     default_path = (default or {}).get("path")
     return [
         {

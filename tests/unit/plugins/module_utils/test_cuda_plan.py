@@ -148,6 +148,19 @@ def test_summary_line_says_a_compile_came_from_the_record():
     assert entry["compiled_for"] == [] and cp.summary_line(entry).endswith("compiles: FAILED")
 
 
+def test_summary_without_compile_results_takes_the_record_for_the_archs_wanted():
+    """The verify phase's checks skipped (nothing to check): no compile results; each wanted toolkit and arch the record
+    vouches for is listed as recorded, as a compile the loop skipped would be."""
+    jit = {"has_curand_headers": True, "has_driver_stubs": True}
+    (entry, other) = cp.summarize([dict(TK13, **jit), dict(TK12, **jit)], [], None, ["13.0"], RECORD, ["sm_120a"])
+    assert entry["compiled_for"] == entry["recorded"] == ["sm_120a"] and other["compiled_for"] == []
+    assert "compiles: sm_120a (sm_120a as recorded" in cp.summary_line(entry)
+    # an arch the record does not vouch for, or without archs given (as before): not compiled
+    (entry, _other) = cp.summarize([dict(TK13, **jit), dict(TK12, **jit)], [], None, ["13.0"], RECORD, ["sm_100a"])
+    assert entry["compiled_for"] == [] and cp.summary_line(entry).endswith("compiles: FAILED")
+    assert cp.summarize([dict(TK13, **jit)], [], None, ["13.0"], RECORD)[0]["compiled_for"] == []
+
+
 @pytest.mark.parametrize(
     "content,want",
     [
@@ -454,3 +467,42 @@ def test_work_of_the_runfile_method_is_checked_each_run_and_never_apt():
     got = cp.work(plan_, {"packages": {"stdout": ""}, "links": {"needed": False}}, {"method": "runfile", "repo_source": "deb822", "hold": True})
     assert (got["apt"], got["repo"], got["links"], got["any"]) == (False, False, False, True)
     assert cp.work(plan_, {}, {"method": "runfile", "repo_source": "none", "hold": False})["changes"]["install"]  # no reading of packages
+
+
+FACTS13 = {"toolkits": [dict(TK13, has_curand_headers=True, has_driver_stubs=True), dict(TK12, has_curand_headers=True, has_driver_stubs=True)]}
+READ = {"compile_record": RECORD, "links": {"pending": []}}
+QUIET = {"live": False, "method": "apt", "changed": False, "check_mode": False}
+
+
+def facts_with(**changes):
+    return {"toolkits": [dict(FACTS13["toolkits"][0], **changes), FACTS13["toolkits"][1]]}
+
+
+@pytest.mark.parametrize(
+    "facts, versions, archs, reading, options, work",
+    [
+        # a converged host: every check would be skipped or pass
+        (FACTS13, ["13.0"], ["sm_120a"], READ, QUIET, False),
+        # --tags verify compiles every one; a runfile install is checked each run; this run changed something; no facts
+        (FACTS13, ["13.0"], ["sm_120a"], READ, dict(QUIET, live=True), True),
+        (FACTS13, ["13.0"], ["sm_120a"], READ, dict(QUIET, method="runfile"), True),
+        (FACTS13, ["13.0"], ["sm_120a"], READ, dict(QUIET, changed=True), True),
+        (None, ["13.0"], ["sm_120a"], READ, QUIET, True),
+        # what the checks would fail on: curand headers gone (nvcc still answers), no stubs, another release, missing
+        (facts_with(has_curand_headers=False), ["13.0"], ["sm_120a"], READ, QUIET, True),
+        (facts_with(has_driver_stubs=False), ["13.0"], ["sm_120a"], READ, QUIET, True),
+        (facts_with(version="12.9"), ["13.0"], ["sm_120a"], READ, QUIET, True),
+        (FACTS13, ["13.1"], ["sm_120a"], READ, QUIET, True),
+        # ... except a toolkit not installed yet in check mode (its checks are skipped there)
+        (FACTS13, ["13.1"], ["sm_120a"], READ, dict(QUIET, check_mode=True), False),
+        # a compile not on record: another arch, the toolkit upgraded since, no record
+        (FACTS13, ["13.0"], ["sm_120a", "sm_100a"], READ, QUIET, True),
+        (facts_with(identity="bbbb000011112222"), ["13.0"], ["sm_120a"], READ, QUIET, True),
+        (FACTS13, ["13.0"], ["sm_120a"], {"links": {"pending": []}}, QUIET, True),
+        # the links not where they belong; a record entry that no longer holds (a toolkit gone)
+        (FACTS13, ["13.0"], ["sm_120a"], dict(READ, links={"pending": ["/usr/local/cuda-13"]}), QUIET, True),
+        (FACTS13, ["13.0"], ["sm_120a"], dict(READ, compile_record=dict(RECORD, **{"/usr/local/cuda-12.9": {"sm_120a": "dddd"}})), QUIET, True),
+    ],
+)
+def test_verify_work(facts, versions, archs, reading, options, work):
+    assert cp.verify_work(facts, versions, archs, reading, options) is work
