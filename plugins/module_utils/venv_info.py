@@ -233,7 +233,7 @@ def read_host(run, root, python, tools=()):
     return reading
 
 
-def inputs_plan(host, root, options):
+def inputs_plan(host, root, options, prune=None):
     """The venv these inputs name, and whether it has to be built: the preflight's decision.
 
     host: the venv probe's reading (python.version, venvs, current); root: sglang_venv_root without a trailing slash;
@@ -241,7 +241,11 @@ def inputs_plan(host, root, options):
     find_links, patches (their sha256s), no_deps (packages installed without dependencies), bytecode.
     The venv's name is the first 16 hex digits of the sha256 of the inputs as sorted JSON. Keys are added only when
     their option is not the default (no_deps when set, bytecode when off), so venvs built before those options keep
-    their names. Returns {inputs, hash, dir, site, this, build, previous}."""
+    their names. Returns {inputs, hash, dir, site, this, build, previous}.
+
+    prune: {keep, local_facts} (sglang_venv_keep, ansible_local): adds `prune`, whether the prune phase has anything to
+    do: a venv is built or current moves to another (it decides again then), or prune_plan would remove a directory
+    with current left where it is."""
     version = (host.get("python") or {}).get("version") or ""
     inputs = {
         "python": options["python"],
@@ -259,7 +263,7 @@ def inputs_plan(host, root, options):
     name = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()[:16]
     this = next((v for v in host.get("venvs") or [] if v.get("name") == name), {})
     directory = "%s/venvs/%s" % (root, name)
-    return {
+    out = {
         "inputs": inputs,
         "hash": name,
         "dir": directory,
@@ -268,6 +272,12 @@ def inputs_plan(host, root, options):
         "build": not this.get("complete", False),
         "previous": host.get("current"),
     }
+    if prune is not None:
+        moves = out["build"] or out["previous"] != directory
+        out["prune"] = bool(
+            moves or prune_plan(host.get("venvs") or [], directory, out["previous"], prune.get("local_facts") or {}, prune.get("keep", 1))["remove"]
+        )
+    return out
 
 
 _PINNED = re.compile(r"^[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==\S+$")

@@ -356,3 +356,24 @@ def test_read_host_refuses_a_marker_changed_by_hand_with_what_it_read(tmp_path):
     with pytest.raises(vi.VenvError, match="is not JSON") as exc:
         vi.read_host(run, str(tmp_path), "python3")
     assert exc.value.reading["python"]["version"] == "3.11.2" and exc.value.reading["current"] == ""
+
+
+def test_inputs_plan_says_whether_the_prune_phase_has_work():
+    def host(*venvs, current="/opt/sglang/venvs/119f0a510a34ff5f"):
+        return dict(LAB_HOST, venvs=[dict(v, isdir=True) for v in venvs], current=current)
+
+    this = {"name": "119f0a510a34ff5f", "path": "/opt/sglang/venvs/119f0a510a34ff5f", "complete": True, "marker_mtime": 2}
+    old = {"name": "0123456789abcdef", "path": "/opt/sglang/venvs/0123456789abcdef", "complete": True, "marker_mtime": 1}
+    broken = {"name": "fedcba9876543210", "path": "/opt/sglang/venvs/fedcba9876543210", "complete": False}
+    keep2 = {"keep": 2, "local_facts": {}}
+    # converged: this venv current, one older kept (keep 2): nothing to prune; no prune key without the option
+    assert vi.inputs_plan(host(this, old), "/opt/sglang", LAB_OPTIONS, keep2)["prune"] is False
+    assert "prune" not in vi.inputs_plan(host(this, old), "/opt/sglang", LAB_OPTIONS)
+    # beyond keep, an incomplete one, current elsewhere (it moves), a build: the phase runs and decides again
+    assert vi.inputs_plan(host(this, old), "/opt/sglang", LAB_OPTIONS, {"keep": 1, "local_facts": {}})["prune"] is True
+    assert vi.inputs_plan(host(this, old, broken), "/opt/sglang", LAB_OPTIONS, keep2)["prune"] is True
+    assert vi.inputs_plan(host(this, old, current=old["path"]), "/opt/sglang", LAB_OPTIONS, keep2)["prune"] is True
+    assert vi.inputs_plan(host(old), "/opt/sglang", LAB_OPTIONS, keep2)["prune"] is True
+    # a ready marker's last good venv is kept beyond keep (prune_plan): nothing to remove
+    ready = {"sglang": {"ready": True, "last_good": {"venv": old["path"]}}}
+    assert vi.inputs_plan(host(this, old), "/opt/sglang", LAB_OPTIONS, {"keep": 1, "local_facts": ready})["prune"] is False
