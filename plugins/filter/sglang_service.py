@@ -50,4 +50,5 @@ class FilterModule:
             "sglang_service_stale_workspaces": sglang_service.stale_workspaces,
             "sglang_service_sample_refusal": sample_refusal,
             "sglang_service_fingerprint_checksums": service_plan.fingerprint_checksums,
+            "sglang_service_fingerprint": service_plan.fingerprint,
         }

@@ -218,3 +218,12 @@ def fingerprint_checksums(files, written, observed, reread=False):
     if seen is None:
         return None
     return {path: written[path] if path in written else seen[path] for path in files}
+
+
+def fingerprint(marker, facts, cuda_home, env, venv_target, archs, files=None, policy=None):
+    """What a validation vouches for and whether this host needs one, worked out once: {inputs (sglang_service.inputs),
+    digest (their fingerprint), need ({needed, why}: sglang_service.needs_validation against the ready marker)}."""
+    vouched = sglang_service.inputs(facts, cuda_home, env, venv_target, archs, files, policy)
+    digest = sglang_service.inputs_digest(vouched)
+    needed, why = sglang_service.needs_validation(marker, digest, vouched)
+    return {"inputs": vouched, "digest": digest, "need": {"needed": needed, "why": why}}

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from ansible_collections.blackwell.inference.plugins.module_utils import service_plan
 from ansible_collections.blackwell.inference.plugins.module_utils import sglang_service as ss
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -453,3 +454,16 @@ LOOK_DOWN = dict(LOOK_OK, stands=False, answered=False, status=-1, sample=None)
 )
 def test_health_stands(look, revalidated, enable_changed, further, stands):
     assert ss.health_stands(look, revalidated, enable_changed, further) is stands
+
+
+def test_the_fingerprint_is_inputs_digest_and_need_in_one():
+    """service_plan.fingerprint: the three the role used to work out one after the other, the same values."""
+    args = ("/usr/local/cuda-13.0", {"A": "1"}, "/opt/sglang/venvs/aaa", "12.0f", FILES, POLICY)
+    inputs = ct200_inputs()
+    digest = ss.inputs_digest(inputs)
+    marker = {"ready": True, "inputs": digest, "vouched": inputs}
+    for m in (marker, None, dict(marker, ready=False, reason="smoke failed"), dict(marker, inputs="0" * 16)):
+        got = service_plan.fingerprint(m, CT200_FACTS, *args)
+        needed, why = ss.needs_validation(m, digest, inputs)
+        assert got == {"inputs": inputs, "digest": digest, "need": {"needed": needed, "why": why}}
+    assert service_plan.fingerprint(marker, CT200_FACTS, *args)["need"]["needed"] is False
