@@ -25,5 +25,6 @@ class FilterModule:
             "sglang_venv_no_deps_accepted": venv_info.no_deps_accepted,
             "sglang_venv_prune_plan": sglang_venv_prune_plan,
             "sglang_venv_inputs_plan": venv_info.inputs_plan,
+            "sglang_venv_current": venv_info.current,
             "sglang_venv_variable_refusals": venv_info.variable_refusals,
         }

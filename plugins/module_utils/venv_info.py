@@ -280,6 +280,26 @@ def inputs_plan(host, root, options, prune=None):
     return out
 
 
+def current(meta, root, inputs_hash, changed):
+    """sglang_venv_current, the venv role's result, from the marker (.blackwell-venv.json, parsed; {} or None when
+    there is none) of the venv current points at: path (the stable link), dir, hash, versions, torch_cuda, patches,
+    no_deps, pip_check_set_aside, matches_inputs (it is the venv of these inputs: inputs_hash) and changed (built,
+    switched or pruned in this run, as the role says)."""
+    meta = meta if isinstance(meta, dict) else {}
+    return {
+        "path": "%s/current" % root,
+        "dir": "%s/venvs/%s" % (root, meta.get("hash", "")),
+        "hash": meta.get("hash"),
+        "versions": meta.get("versions", {}),
+        "torch_cuda": meta.get("torch_cuda"),
+        "patches": meta.get("patches", []),
+        "no_deps": meta.get("no_deps", []),
+        "pip_check_set_aside": meta.get("pip_check_set_aside", 0),
+        "matches_inputs": meta.get("hash", "") == inputs_hash,
+        "changed": bool(changed),
+    }
+
+
 _PINNED = re.compile(r"^[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==\S+$")
 _SYSTEM_DIRS = ("", "/usr", "/opt", "/var", "/home", "/root", "/tmp")  # noqa: S108 - refused as a root, never used
 

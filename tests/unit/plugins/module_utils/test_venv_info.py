@@ -377,3 +377,24 @@ def test_inputs_plan_says_whether_the_prune_phase_has_work():
     # a ready marker's last good venv is kept beyond keep (prune_plan): nothing to remove
     ready = {"sglang": {"ready": True, "last_good": {"venv": old["path"]}}}
     assert vi.inputs_plan(host(this, old), "/opt/sglang", LAB_OPTIONS, {"keep": 1, "local_facts": ready})["prune"] is False
+
+
+def test_current_is_the_role_result_from_the_marker():
+    marker = {"hash": "119f0a510a34ff5f", "versions": {"torch": "2.13.0"}, "torch_cuda": "13.0", "no_deps": ["sglang==0.5.23"], "pip_check_set_aside": 2}
+    got = vi.current(marker, "/opt/sglang", "119f0a510a34ff5f", False)
+    assert got == {
+        "path": "/opt/sglang/current",
+        "dir": "/opt/sglang/venvs/119f0a510a34ff5f",
+        "hash": "119f0a510a34ff5f",
+        "versions": {"torch": "2.13.0"},
+        "torch_cuda": "13.0",
+        "patches": [],
+        "no_deps": ["sglang==0.5.23"],
+        "pip_check_set_aside": 2,
+        "matches_inputs": True,
+        "changed": False,
+    }
+    assert vi.current(marker, "/opt/sglang", "0123456789abcdef", True)["matches_inputs"] is False
+    # no marker (no complete venv yet, or check mode before the first build)
+    none = vi.current(None, "/opt/sglang", "119f0a510a34ff5f", False)
+    assert none["hash"] is None and none["dir"] == "/opt/sglang/venvs/" and none["versions"] == {} and none["matches_inputs"] is False
