@@ -212,6 +212,11 @@ def compile_needed(record, toolkits, version, arch, live):
     return toolkit is None or not _recorded(record, toolkit, arch)
 
 
+def jit_ready(toolkit):
+    """Whether a toolkit (cuda_facts' entry) has what FlashInfer's JIT needs: curand headers and the driver stubs."""
+    return bool(toolkit.get("has_curand_headers") and toolkit.get("has_driver_stubs"))
+
+
 def verify_work(facts, versions, archs, reading, options):
     """Whether the verify phase has anything to check or record, or every one of its steps would be skipped or pass on
     what the host was read as (the role then skips them with one condition: tasks/verify.yml).
@@ -232,7 +237,7 @@ def verify_work(facts, versions, archs, reading, options):
             if options.get("check_mode"):
                 continue
             return True
-        if toolkit.get("version") != version or not toolkit.get("has_curand_headers") or not toolkit.get("has_driver_stubs"):
+        if toolkit.get("version") != version or not jit_ready(toolkit):
             return True
         if any(compile_needed(record, toolkits, version, arch, False) for arch in archs):
             return True
@@ -309,7 +314,7 @@ def summarize(toolkits, compile_results, default, wanted=(), record=None, archs=
             "version": t.get("version"),
             "release": t.get("release"),
             "path": t["path"],
-            "jit_ready": bool(t.get("has_curand_headers") and t.get("has_driver_stubs")),
+            "jit_ready": jit_ready(t),
             "wanted": t.get("dir_version") in wanted,
             "compiled_for": built.get(t.get("dir_version"), []),
             "recorded": recorded.get(t.get("dir_version"), []),

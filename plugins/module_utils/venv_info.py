@@ -241,11 +241,11 @@ def inputs_plan(host, root, options, prune=None):
     find_links, patches (their sha256s), no_deps (packages installed without dependencies), bytecode.
     The venv's name is the first 16 hex digits of the sha256 of the inputs as sorted JSON. Keys are added only when
     their option is not the default (no_deps when set, bytecode when off), so venvs built before those options keep
-    their names. Returns {inputs, hash, dir, site, this, build, previous}.
+    their names. Returns {inputs, hash, dir, site, this, build, previous, switch (current is to point at dir: it is built
+    now, or current points elsewhere)}.
 
     prune: {keep, local_facts} (sglang_venv_keep, ansible_local): adds `prune`, whether the prune phase has anything to
-    do: a venv is built or current moves to another (it decides again then), or prune_plan would remove a directory
-    with current left where it is."""
+    do: a switch (it decides again then), or prune_plan would remove a directory with current left where it is."""
     version = (host.get("python") or {}).get("version") or ""
     inputs = {
         "python": options["python"],
@@ -272,10 +272,10 @@ def inputs_plan(host, root, options, prune=None):
         "build": not this.get("complete", False),
         "previous": host.get("current"),
     }
+    out["switch"] = out["build"] or out["previous"] != directory
     if prune is not None:
-        moves = out["build"] or out["previous"] != directory
         out["prune"] = bool(
-            moves or prune_plan(host.get("venvs") or [], directory, out["previous"], prune.get("local_facts") or {}, prune.get("keep", 1))["remove"]
+            out["switch"] or prune_plan(host.get("venvs") or [], directory, out["previous"], prune.get("local_facts") or {}, prune["keep"])["remove"]
         )
     return out
 

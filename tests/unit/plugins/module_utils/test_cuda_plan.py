@@ -506,3 +506,9 @@ def facts_with(**changes):
 )
 def test_verify_work(facts, versions, archs, reading, options, work):
     assert cp.verify_work(facts, versions, archs, reading, options) is work
+
+
+def test_jit_ready_needs_curand_headers_and_the_driver_stubs():
+    assert cp.jit_ready({"has_curand_headers": True, "has_driver_stubs": True}) is True
+    assert cp.jit_ready({"has_curand_headers": True, "has_driver_stubs": False}) is False
+    assert cp.jit_ready({"has_driver_stubs": True}) is False

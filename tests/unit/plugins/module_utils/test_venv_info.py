@@ -281,6 +281,9 @@ def test_inputs_plan_names_the_venv_as_its_marker_does():
     assert plan["site"] == "/opt/sglang/venvs/119f0a510a34ff5f/lib/python3.11/site-packages"
     assert plan["this"]["complete"] is True and plan["build"] is False
     assert plan["previous"] == "/opt/sglang/venvs/0123456789abcdef"
+    assert plan["switch"] is True  # current points at another venv
+    converged = vi.inputs_plan(dict(LAB_HOST, current="/opt/sglang/venvs/119f0a510a34ff5f"), "/opt/sglang", LAB_OPTIONS)
+    assert converged["switch"] is False and converged["build"] is False
 
 
 @pytest.mark.parametrize(
