@@ -8,7 +8,7 @@ import json
 import os
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch, values
+from ansible_collections.blackwell.inference.plugins.module_utils import apt_repo, cuda_arch, values
 
 RELEASE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 SLIM_COMPONENTS = (
@@ -114,16 +114,21 @@ _KEYRING_INSTALLED = re.compile(r"^\S+ ok installed$")
 def work(plan_, reading, options):
     """What the change phases have to do, decided once from one reading of the host (toolkit_probe's or the lock's).
 
-    options: method (apt, runfile), repo_source (deb822, keyring, none), hold. Returns {host: the reading, changes
-    (changes()), dpkg (dpkg_state()), keyring_installed, repo (a deb822 source to own, or the cuda-keyring package
-    still to install), apt (a pinned package missing, unfinished or below its pin, a dpkg run left unfinished, a pin
-    not held yet), links (to pin, record or put back), any (one of them, or a runfile install, checked each run)}."""
+    options: method (apt, runfile), repo_source (deb822, keyring, none), hold; for deb822 also repo_name, repo_url and
+    key_fingerprint (what the repo phase writes: apt_repo.in_place). Returns {host: the reading, changes (changes()),
+    dpkg (dpkg_state()), keyring_installed, repo (a deb822 source or its key not yet as the phase writes them, or the
+    cuda-keyring package still to install), repo_why (why, for deb822), apt (a pinned package missing, unfinished or
+    below its pin, a dpkg run left unfinished, a pin not held yet), links (to pin, record or put back), any (one of
+    them, or a runfile install, checked each run)}."""
     stdout = (reading.get("packages") or {}).get("stdout") or ""
     changes_ = changes(plan_, parse_installed(stdout))
     dpkg = dpkg_state(stdout)
     apt = options["method"] == "apt"
     keyring_installed = bool(_KEYRING_INSTALLED.match(dpkg["status"].get("cuda-keyring", "")))
-    repo = apt and (options["repo_source"] == "deb822" or (options["repo_source"] == "keyring" and not keyring_installed))
+    repo_why = []
+    if apt and options["repo_source"] == "deb822":
+        repo_why = apt_repo.in_place(reading.get("apt_repo"), options.get("repo_name"), options.get("repo_url"), options.get("key_fingerprint"))
+    repo = apt and (bool(repo_why) or (options["repo_source"] == "keyring" and not keyring_installed))
     apt_work = apt and (changes_["apt"] or bool(dpkg["interrupted"]) or (bool(options["hold"]) and bool(changes_["unheld"])))
     links = bool((reading.get("links") or {}).get("needed"))
     return {
@@ -132,6 +137,7 @@ def work(plan_, reading, options):
         "dpkg": dpkg,
         "keyring_installed": keyring_installed,
         "repo": repo,
+        "repo_why": repo_why,
         "apt": apt_work,
         "links": links,
         "any": links or repo or apt_work or options["method"] == "runfile",

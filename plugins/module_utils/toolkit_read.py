@@ -9,11 +9,20 @@ from __future__ import annotations
 import os
 import pwd
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link_host, cuda_measure, cuda_plan, systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils import apt_repo, cuda_link_host, cuda_measure, cuda_plan, systemd_env
 
 # toolkit_probe's options and their defaults (host_lock's read.toolkit takes the same)
-DEFAULTS = {"nvidia_smi": "nvidia-smi", "toolkit_root": "/usr/local", "packages": True, "apt_source_url": "", "compile_record": "", "links": None}
+DEFAULTS = {
+    "nvidia_smi": "nvidia-smi",
+    "toolkit_root": "/usr/local",
+    "packages": True,
+    "apt_source_url": "",
+    "compile_record": "",
+    "links": None,
+    "apt_repo": None,
+}
 LINK_OPTIONS = ("root", "default", "wanted", "record")
+APT_REPO_OPTIONS = ("source", "key")
 DEFAULT_LINK_RECORD = "/etc/blackwell-inference/cuda-links.json"
 
 
@@ -29,8 +38,8 @@ def secure_boot(res):
 
 
 def read(run, p, env, env_notes, home_dir, sources=cuda_plan.apt_sources_naming, record=cuda_plan.read_compile_record):
-    """The host for p (nvidia_smi, toolkit_root, packages, apt_source_url, compile_record, links). Raises ReadError
-    (cuda_measure's refusals included)."""
+    """The host for p (nvidia_smi, toolkit_root, packages, apt_source_url, compile_record, links, apt_repo). Raises
+    ReadError (cuda_measure's refusals included)."""
     try:
         facts = cuda_measure.measure(run, p, env, env_notes, home_dir)
     except cuda_measure.MeasureError as exc:
@@ -53,6 +62,16 @@ def read(run, p, env, env_notes, home_dir, sources=cuda_plan.apt_sources_naming,
         wanted = [str(v) for v in lk.get("wanted") or []]
         links = cuda_link_host.read(run, lk.get("root") or "/usr/local", lk.get("record") or DEFAULT_LINK_RECORD, wanted, str(lk.get("default") or ""))
 
+    repo = None
+    if p.get("apt_repo") is not None:
+        given = p["apt_repo"]
+        missing = [k for k in APT_REPO_OPTIONS if not given.get(k)]
+        unknown = sorted(set(given) - set(APT_REPO_OPTIONS))
+        if missing or unknown:
+            said = (", ".join(APT_REPO_OPTIONS), ", ".join(missing) or "none", ", ".join(unknown) or "none")
+            raise ReadError("apt_repo takes the paths %s (missing: %s; unsupported: %s)" % said)
+        repo = apt_repo.read(str(given["source"]), str(given["key"]))
+
     url = (p.get("apt_source_url") or "").rstrip("/")
     return {
         "ansible_facts": {"blackwell_cuda": facts},
@@ -61,6 +80,7 @@ def read(run, p, env, env_notes, home_dir, sources=cuda_plan.apt_sources_naming,
         "apt_sources": sources(url) if url else [],
         "compile_record": record(p.get("compile_record") or ""),
         "links": links,
+        "apt_repo": repo,
     }
 
 

@@ -48,6 +48,11 @@ options:
       - Read the cuda links too, with these options of M(blackwell.inference.cuda_link) (C(root), C(default),
         C(wanted), C(record)). Omitted, RV(links) is null.
     type: dict
+  apt_repo:
+    description:
+      - Read the role's own apt source too - C(source) (its C(.sources) file) and C(key) (the key file its C(Signed-By)
+        names), both paths - as RV(apt_repo). Omitted, RV(apt_repo) is null.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.lock_reading
@@ -113,6 +118,19 @@ links:
   returned: always
   type: dict
   sample: {needed: false, actions: [], recorded: false, pending: [], refusals: [], error: null, lines: ["/usr/local/cuda -> /usr/local/cuda-12.8 (kept)"]}
+apt_repo:
+  description:
+    - With O(apt_repo), the source file (C(path), C(present), C(mode), C(stanzas) - its deb822 stanzas as field-value
+      maps - and C(error)) and the key file (C(path), C(present), C(mode), C(armored), C(fingerprints) of its primary
+      keys, C(error)). C(error) says why a file that is there could not be read or parsed. Null without O(apt_repo).
+  returned: always
+  type: dict
+  sample:
+    source: {path: /etc/apt/sources.list.d/cuda-toolkit.sources, present: true, mode: "0644", error: null,
+             stanzas: [{X-Repolib-Name: cuda-toolkit, Signed-By: /etc/apt/keyrings/cuda-archive-keyring.asc, Suites: /, Types: deb,
+                        URIs: "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"}]}
+    key: {path: /etc/apt/keyrings/cuda-archive-keyring.asc, present: true, mode: "0644", armored: true, error: null,
+          fingerprints: [EB693B3035CD5710E231E123A4B469963BF863CC]}
 read_under_lock:
   description: Whether the result is the O(reading) made under the play's lock (nothing was read by this task).
   returned: always
@@ -135,6 +153,7 @@ def run_module():
             apt_source_url=dict(type="str", default=D["apt_source_url"]),
             compile_record=dict(type="path", default=D["compile_record"]),
             links=dict(type="dict"),
+            apt_repo=dict(type="dict"),
             reading=dict(type="dict"),  # the action's (plugins/action/toolkit_probe.py)
         ),
         supports_check_mode=True,

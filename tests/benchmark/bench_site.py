@@ -25,6 +25,14 @@ warm-up), from the per-task times of ansible.posix.profile_tasks; then it measur
 timed runs, one more no-op with profile_tasks prints how many tasks it ran, their sum and the slowest.
 
   BENCH_RUNS=5 BENCH_INVENTORY=inventories/lab/hosts.yml BENCH_HOST=ct200 python tests/benchmark/bench_site.py
+
+BENCH_EXTRA_VARS names a vars file given to every site.yml run (-e @file), to measure another configuration on a host
+converged with it first: the role's default apt source (deb822) on the lab, for one, after `dpkg --purge cuda-keyring`
+on the host and one converge with
+
+  cuda_toolkit_repo_source: deb822
+  cuda_toolkit_repo_key_url: file:/srv/lab-key.asc   # the mirror's key, armored (tests/lab/before/test_cuda_repo_trust.py)
+  cuda_toolkit_repo_key_fingerprint: <the mirror key's fingerprint>
 """
 
 import json
@@ -44,6 +52,7 @@ INVENTORY = os.environ.get("BENCH_INVENTORY", os.path.join(ROOT, "inventories", 
 HOST = os.environ.get("BENCH_HOST", "ct200")
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 VENV = os.environ.get("BENCH_VENV", "/opt/sglang/current")
+EXTRA_VARS = ["-e", "@" + os.path.abspath(os.environ["BENCH_EXTRA_VARS"])] if os.environ.get("BENCH_EXTRA_VARS") else []
 TARGETS = {"no-op": 3.0, "verify": 2.0, "facts": 0.2}
 
 PLAY = """---
@@ -165,7 +174,7 @@ def task_times(stdout):
 
 def noop_profile():
     """One more no-op, with per-task times: how many tasks, their sum, the slowest."""
-    _took, stdout = once(["site.yml", "-l", HOST], profiled())
+    _took, stdout = once(["site.yml", "-l", HOST, *EXTRA_VARS], profiled())
     return task_times(stdout)
 
 
@@ -207,8 +216,8 @@ def main():
             "baseline+fi": [write_play(tmp, "fi", FI_IMPORT.format(venv=VENV), " and a FlashInfer import")],
             "pings x5": [write_play(tmp, "pings", "".join(PINGS.format(i=i) for i in range(5)), " and five more pings")],
             "facts x5": [write_play(tmp, "facts", "".join(FACTS.format(i=i) for i in range(5)), " and five cuda_facts calls")],
-            "no-op": ["site.yml", "-l", HOST],
-            "verify": ["site.yml", "-l", HOST, "--tags", "verify"],
+            "no-op": ["site.yml", "-l", HOST, *EXTRA_VARS],
+            "verify": ["site.yml", "-l", HOST, "--tags", "verify", *EXTRA_VARS],
         }
         baseline_env = {"ANSIBLE_CALLBACKS_ENABLED": plain_callbacks()}
         once(plays["no-op"])  # warm: the first run after a boot pays for cold caches on both sides

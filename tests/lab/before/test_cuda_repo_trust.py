@@ -20,6 +20,11 @@ TRUSTED = "/etc/apt/keyrings /etc/apt/trusted.gpg.d /usr/share/keyrings /etc/apt
 # two keys that are not the mirror's (the unit tests' GnuPG-made keyring)
 OTHER_KEYS = os.path.join(os.path.dirname(__file__), "..", "..", "unit", "plugins", "module_utils", "data", "lab-keys-two.gpg")
 REPO_ONLY = ("--tags", "cuda_toolkit_preflight,cuda_toolkit_repo")
+KEYRING = "/etc/apt/keyrings/cuda-archive-keyring.asc"
+SOURCE = "/etc/apt/sources.list.d/cuda-toolkit.sources"
+# repo.yml's tasks that write the deb822 source and fetch its key (skipped when both are in place)
+OWN_SOURCE = "Own the apt source (deb822, signed-by)"
+DOWNLOAD_KEY = "Download the repository signing key"
 
 
 def trusted(run):
@@ -84,7 +89,7 @@ def test_a_keyring_package_with_another_key_is_refused_before_apt_trusts_it(fres
     assert host.package("cuda-keyring").is_installed and "cuda-nvcc-13-0" in run("apt-cache policy cuda-nvcc-13-0")
 
 
-def test_a_repository_key_with_the_wrong_fingerprint_is_never_written_where_apt_reads(fresh, run, host):
+def test_a_repository_key_with_the_wrong_fingerprint_is_never_written_where_apt_reads_and_one_in_place_is_not_fetched_again(fresh, run, host):
     data, lab_fpr = lab_key_without_keyring(run)
     key = armor(data)
     run("echo %s | base64 -d > /srv/lab-key.asc" % base64.b64encode(key.encode()).decode())
@@ -93,8 +98,19 @@ def test_a_repository_key_with_the_wrong_fingerprint_is_never_written_where_apt_
     rc, out, _recap = playbook(*REPO_ONLY, extra_vars=deb822)  # NVIDIA's fingerprint expected
     assert rc != 0 and "%s/cuda-archive-key.asc: its key(s) %s, not %s" % (DOWNLOADS, lab_fpr, NVIDIA) in flat(out), out[-3000:]
     assert trusted(run) == before  # no key in /etc/apt/keyrings, no cuda-toolkit.sources
-    rc, out, recap = playbook(*REPO_ONLY, extra_vars=dict(deb822, cuda_toolkit_repo_key_fingerprint=lab_fpr))
-    assert rc == 0 and recap["changed"] > 0, out[-3000:]
-    assert host.file("/etc/apt/keyrings/cuda-archive-keyring.asc").content_string == key
-    assert "Signed-By: /etc/apt/keyrings/cuda-archive-keyring.asc" in run("cat /etc/apt/sources.list.d/cuda-toolkit.sources")
+    pinned = dict(deb822, cuda_toolkit_repo_key_fingerprint=lab_fpr)
+    rc, out, recap = playbook(*REPO_ONLY, extra_vars=pinned)
+    assert rc == 0 and recap["changed"] > 0 and OWN_SOURCE in out, out[-3000:]
+    assert host.file(KEYRING).content_string == key
+    assert "Signed-By: %s" % KEYRING in run("cat %s" % SOURCE)
     assert "cuda-nvcc-13-0" in run("apt-cache policy cuda-nvcc-13-0")
+    # in place now: the next run reads the source and the key and skips the repo phase (no download, no write)
+    rc, out, recap = playbook(*REPO_ONLY, extra_vars=pinned)
+    assert rc == 0 and recap["changed"] == 0 and OWN_SOURCE not in out and DOWNLOAD_KEY not in out, out[-3000:]
+    # another key where apt reads this one (two other keys, binary), and the source edited by hand: both put back
+    with open(OTHER_KEYS, "rb") as fh:
+        run("echo %s | base64 -d > %s" % (base64.b64encode(fh.read()).decode(), KEYRING))
+    run("echo 'Architectures: amd64' >> %s" % SOURCE)
+    rc, out, recap = playbook(*REPO_ONLY, extra_vars=pinned)
+    assert rc == 0 and recap["changed"] >= 2 and OWN_SOURCE in out, out[-3000:]
+    assert host.file(KEYRING).content_string == key and "Architectures" not in run("cat %s" % SOURCE)

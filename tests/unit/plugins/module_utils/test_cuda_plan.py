@@ -421,7 +421,9 @@ def test_repo_url_from_the_host_or_the_overrides(base, distro, arch, facts, expe
     assert cp.repo_url(base, distro, arch, facts) == expected
 
 
-APT = {"method": "apt", "repo_source": "deb822", "hold": True}
+NVIDIA = "EB693B3035CD5710E231E123A4B469963BF863CC"
+NVIDIA_URL = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+APT = {"method": "apt", "repo_source": "deb822", "hold": True, "repo_name": "cuda-toolkit", "repo_url": NVIDIA_URL, "key_fingerprint": NVIDIA}
 
 
 def shipped_plan():
@@ -434,16 +436,35 @@ def converged_query(plan_, extra=""):
     return "".join("%s %s hold ok installed\n" % tuple(p.split("=")) for p in plan_[0]["packages"]) + extra
 
 
-def test_work_on_a_converged_host_is_only_the_deb822_source_the_role_owns():
+def in_place_repo(key="/etc/apt/keyrings/cuda-archive-keyring.asc", fingerprint=NVIDIA, url=NVIDIA_URL, mode="0644"):
+    """toolkit_read's apt_repo on a host whose deb822 source and key the repo phase wrote (apt_repo.read's shape)."""
+    fields = {"X-Repolib-Name": "cuda-toolkit", "Signed-By": key, "Suites": "/", "Types": "deb", "URIs": url}
+    return {
+        "source": {"path": "/etc/apt/sources.list.d/cuda-toolkit.sources", "present": True, "mode": mode, "stanzas": [fields], "error": None},
+        "key": {"path": key, "present": True, "mode": "0644", "armored": True, "fingerprints": [fingerprint], "error": None},
+    }
+
+
+def test_work_on_a_converged_host_is_nothing_once_the_deb822_source_and_its_key_are_in_place():
     plan_ = shipped_plan()
-    reading = {"packages": {"stdout": converged_query(plan_)}, "links": {"needed": False}}
+    reading = {"packages": {"stdout": converged_query(plan_)}, "links": {"needed": False}, "apt_repo": in_place_repo()}
     got = cp.work(plan_, reading, APT)
-    assert (got["apt"], got["links"], got["repo"], got["any"]) == (False, False, True, True)
+    assert (got["apt"], got["links"], got["repo"], got["any"], got["repo_why"]) == (False, False, False, False, [])
     assert got["host"] is reading and got["changes"]["apt"] is False and got["dpkg"]["interrupted"] == []
+    # the source not read (an older lock's reading), a source changed by hand, a key pinned anew, no pin at all: work
+    for changed, options in [
+        (dict(reading, apt_repo=None), APT),
+        (dict(reading, apt_repo=in_place_repo(mode="0600")), APT),
+        (reading, dict(APT, key_fingerprint="3C1036BC43DEFC0761E569751FB871BE8BE30BF2")),
+        (reading, dict(APT, key_fingerprint="")),
+        (reading, dict(APT, repo_url="file:/srv/cuda-mirror/debian12/x86_64/")),
+    ]:
+        got = cp.work(plan_, changed, options)
+        assert got["repo"] is True and got["any"] is True and got["repo_why"], changed
     # with the keyring's source and its package installed, nothing at all: the change phases are skipped
     keyring = dict(APT, repo_source="keyring")
     done = cp.work(plan_, {"packages": {"stdout": converged_query(plan_, "cuda-keyring 1.1-1 install ok installed\n")}, "links": {}}, keyring)
-    assert done["keyring_installed"] is True and done["any"] is False
+    assert done["keyring_installed"] is True and done["any"] is False and done["repo_why"] == []
     assert cp.work(plan_, reading, keyring)["repo"] is True  # the keyring package is still to install
 
 

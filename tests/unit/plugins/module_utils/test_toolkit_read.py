@@ -48,13 +48,24 @@ def test_one_read_of_the_host(measured, sb, want):
     assert got["packages"] == {"rc": 0, "stdout": DPKG}
     assert got["secure_boot"] == want
     assert got["apt_sources"] == ["/etc/apt/sources.list.d/cuda.sources"] and got["compile_record"] == {}
-    assert got["links"] is None and calls == ["dpkg-query", "mokutil"]
+    assert got["links"] is None and got["apt_repo"] is None and calls == ["dpkg-query", "mokutil"]
 
 
 def test_a_runfile_host_reads_no_packages_and_no_sources(measured):
     run, calls = runner({"mokutil": SB_OFF})
     got = read(run, packages=False, apt_source_url="")
     assert got["packages"] == {"rc": None, "stdout": ""} and got["apt_sources"] == [] and calls == ["mokutil"]
+
+
+def test_the_roles_own_source_and_key_are_read_when_asked(measured, tmp_path):
+    run, _calls = runner({"mokutil": SB_OFF})
+    key = tmp_path / "k.asc"
+    key.write_bytes(b"not a key")
+    got = read(run, packages=False, apt_repo={"source": str(tmp_path / "none.sources"), "key": str(key)})["apt_repo"]
+    assert got["source"] == {"path": str(tmp_path / "none.sources"), "present": False, "mode": None, "stanzas": None, "error": None}
+    assert got["key"]["present"] is True and got["key"]["error"] == "byte 0 is not a packet header"
+    with pytest.raises(toolkit_read.ReadError, match=r"apt_repo takes the paths source, key \(missing: key; unsupported: keys\)"):
+        read(run, packages=False, apt_repo={"source": "/x", "keys": "/y"})
 
 
 def test_readings_the_role_cannot_decide_from(measured, monkeypatch):
