@@ -112,6 +112,38 @@ class Background:
         return self.wait()
 
 
+class Unanswered(RuntimeError):
+    """A call made aside that ended without a value or an exception (SystemExit from a fail_json, say)."""
+
+
+def aside(fn, *args):
+    """Start fn(*args) in a thread of its own, so it runs beside what the caller does next. Returns a function that
+    waits for it and returns what it returned, or raises what it raised (an Exception), in the caller's thread; one
+    stopped by anything else raises Unanswered."""
+    done = {}
+
+    def target():
+        try:
+            done["value"] = fn(*args)
+        except Exception as exc:  # raised again by the caller, in its own thread
+            done["error"] = exc
+        except BaseException as exc:  # a fail_json's SystemExit ends the thread, not the module
+            done["stopped"] = type(exc).__name__
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        if "error" in done:
+            raise done["error"]
+        if "value" not in done:
+            raise Unanswered("stopped without an answer (%s)" % done.get("stopped", "no result"))
+        return done["value"]
+
+    return result
+
+
 def running_children(argv, proc="/proc"):
     """PIDs of this process's children whose command line ends with argv (a runner's wrapped command)."""
     tail = [a.encode() for a in argv]

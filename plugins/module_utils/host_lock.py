@@ -11,7 +11,8 @@ from this controller is stale and may be replaced; any other holder is waited fo
 from __future__ import annotations
 
 import json
-import threading
+
+from ansible_collections.blackwell.inference.plugins.module_utils import commands
 
 DEFAULT_PATH = "/run/blackwell-inference/play.lock"
 IDENTITY = ("controller", "pid", "pid_start")
@@ -72,27 +73,14 @@ def readings(asked, readers, lift=("toolkit",)):
     it). The readings are made side by side (a thread each: they wait on their commands, not on each other). The
     ansible_facts of the readings named in lift (the toolkit's) are returned apart, as the task's facts; any other
     reading keeps its own (the service's are those of its environment, for its role). Returns (readings, facts)."""
-    made = {}
-
-    def make(name, reader, options):
-        try:
-            made[name] = (True, dict(reader(options)))
-        except Exception as exc:  # the role reads for itself and reports what fails there
-            made[name] = (False, getattr(exc, "msg", None) or str(exc))
-
-    threads = []
-    for name, reader in readers.items():
-        options = (asked or {}).get(name)
-        if options is not None:
-            threads.append((name, options, threading.Thread(target=make, args=(name, reader, options), daemon=True)))
-    for _name, _options, thread in threads:
-        thread.start()
+    waits = [(name, options, commands.aside(reader, options)) for name, reader in readers.items() if (options := (asked or {}).get(name)) is not None]
     out, facts = {}, {}
-    for name, options, thread in threads:
-        thread.join()
-        ok, reading = made.get(name, (False, "the reading stopped without an answer"))
-        if not ok:
-            out[name] = {"options": options, "failed": True, "msg": reading}
+    for name, options, wait in waits:
+        try:
+            reading = dict(wait())
+        except Exception as exc:  # the role reads for itself and reports what fails there
+            msg = "the reading %s" % exc if isinstance(exc, commands.Unanswered) else getattr(exc, "msg", None) or str(exc)
+            out[name] = {"options": options, "failed": True, "msg": msg}
             continue
         if name in lift:
             facts.update(reading.pop("ansible_facts", {}))

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import os
 import pwd
-import threading
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_measure, files, service_http, service_probe
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, files, service_http, service_probe
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health_logic
 from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as unit_logic
 
@@ -45,7 +44,7 @@ def read(module, run, p):
     health look's unit state); run: a runner (commands.CachingRunner), whose calls are returned as commands_run."""
     # the facts of the service's environment need nothing else of this reading: gathered while the unit is read and
     # the service looked at (each waits on its commands or the service's answer)
-    facts = aside(gather_facts, module, run, p["facts"], FACTS_OPTIONS) if p["facts"] is not None else None
+    facts = commands.aside(gather_facts, module, run, p["facts"], FACTS_OPTIONS) if p["facts"] is not None else None
     out = {"unit": read_unit(run, p["unit"], module.boolean) if p["unit"] is not None else None}
     marker, marker_error = service_probe.read_marker(p["marker"])
     out["health"] = look(module, p["health"], (out["unit"] or {}).get("listen"), marker) if p["health"] is not None else None
@@ -70,29 +69,6 @@ def read(module, run, p):
         commands_run=list(run.calls),
         **out,
     )
-
-
-def aside(fn, *args):
-    """Start fn(*args) in a thread of its own; returns a function that waits for it and returns what it returned, or
-    raises what it raised."""
-    done = {}
-
-    def target():
-        try:
-            done["value"] = fn(*args)
-        except Exception as exc:  # raised again by the caller, in its own thread
-            done["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-
-    def result():
-        thread.join()
-        if "error" in done:
-            raise done["error"]
-        return done["value"]
-
-    return result
 
 
 def options(name, given, known):

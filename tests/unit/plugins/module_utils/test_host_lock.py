@@ -93,6 +93,15 @@ def test_the_services_reading_keeps_its_own_facts():
     assert out["service"]["ansible_facts"] == service_facts and out["service"]["marker"] == {"ready": True}
 
 
+def test_a_reader_stopped_by_a_fail_json_is_a_failed_reading_not_a_dead_lock_call():
+    def toolkit(options):
+        raise SystemExit(1)
+
+    out, facts = hl.readings({"toolkit": {"packages": True}}, {"toolkit": toolkit})
+    assert out == {"toolkit": {"options": {"packages": True}, "failed": True, "msg": "the reading stopped without an answer (SystemExit)"}}
+    assert facts == {}
+
+
 def test_readings_are_made_side_by_side():
     # each reader waits until the other has started: made one after the other, the first would time out
     import threading

@@ -85,15 +85,21 @@ def test_a_look_that_cannot_be_made_is_refused(tmp_path, health, refusal):
 
 def test_aside_returns_the_value_or_raises_the_error_in_the_callers_thread():
     seen = []
-    got = sr.aside(lambda a, b: seen.append(threading.current_thread()) or a + b, 2, 3)
+    got = commands.aside(lambda a, b: seen.append(threading.current_thread()) or a + b, 2, 3)
     assert got() == 5 and seen[0] is not threading.current_thread()
 
     def fails():
         raise sr.ReadError("nvidia-smi: rc 9")
 
-    failed = sr.aside(fails)
+    failed = commands.aside(fails)
     with pytest.raises(sr.ReadError, match="nvidia-smi: rc 9"):
         failed()
+
+    def exits():
+        raise SystemExit(1)  # what a fail_json in the thread would do
+
+    with pytest.raises(commands.Unanswered, match=r"stopped without an answer \(SystemExit\)"):
+        commands.aside(exits)()
 
 
 def test_the_facts_fail_the_reading_while_the_look_is_made_beside_them(tmp_path, monkeypatch):
