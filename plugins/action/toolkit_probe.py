@@ -11,7 +11,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.blackwell.inference.plugins.plugin_utils import lock_reading
 
 # the options host_lock's read.toolkit is given (the cuda_toolkit role's __cuda_toolkit_read_options)
-OPTIONS = ("nvidia_smi", "toolkit_root", "packages", "apt_source_url", "compile_record", "links", "apt_repo")
+OPTIONS = ("nvidia_smi", "toolkit_root", "packages", "apt_sources", "compile_record", "links", "apt_repo")
 
 
 class ActionModule(ActionBase):

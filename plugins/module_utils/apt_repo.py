@@ -1,10 +1,14 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The role's own apt source (cuda_toolkit_repo_source=deb822): its .sources file and the key its Signed-By names, read
-from the host, and whether they already are what the repo phase would write. A converged host then skips that phase
-(the key's download, its check, the source) instead of running it to find nothing to change.
+"""apt's sources as the cuda_toolkit role sees them.
 
-read() runs on the host (toolkit_read); in_place() decides, from that reading, on the controller (cuda_plan.work)."""
+- Every source's URIs (source_uris, on the host) and the files naming the role's repository among them (naming, on the
+  controller): a second source for that URL with another Signed-By makes apt update fail. The reading needs no URL, so
+  site.yml's lock can make it before the host's facts (which the URL is worked out from) are there.
+- The role's own source (cuda_toolkit_repo_source=deb822): its .sources file and the key its Signed-By names (read, on
+  the host), and whether they already are what the repo phase would write (in_place, on the controller). A converged
+  host then skips that phase (the key's download, its check, the source) instead of running it to find nothing to
+  change."""
 
 from __future__ import annotations
 
@@ -45,6 +49,58 @@ def parse_deb822(text):
     if current:
         stanzas.append(current)
     return stanzas
+
+
+def _list_uris(text):
+    """The URIs of the one-line entries in a .list file ('deb [options] URI suite [components]'; comments skipped)."""
+    uris = []
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split()
+        if len(words) < 2 or words[0] not in ("deb", "deb-src"):
+            continue
+        rest = words[1:]
+        if rest[0].startswith("["):  # options, which may hold spaces: up to the word that closes them
+            while rest and not rest[0].endswith("]"):
+                rest = rest[1:]
+            rest = rest[1:]
+        if rest:
+            uris.append(rest[0])
+    return uris
+
+
+def _sources_uris(text):
+    """The URIs of the enabled stanzas of a .sources file; one that does not parse is read line by line for URIs."""
+    try:
+        stanzas = parse_deb822(text)
+    except ValueError:
+        return [u for line in text.splitlines() if line.lower().startswith("uris:") for u in line.split(":", 1)[1].split()]
+    fields = [{k.lower(): v for k, v in stanza.items()} for stanza in stanzas]
+    return [u for f in fields if f.get("enabled", "yes").lower() != "no" for u in f.get("uris", "").split()]
+
+
+def source_uris(root="/etc/apt"):
+    """{path: [URI]} of every source file apt reads under root (*.list and *.sources, at any depth), what apt would
+    fetch from (commented lines and disabled stanzas left out). A file that cannot be read is left out."""
+    found = {}
+    for top, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            if not name.endswith((".list", ".sources")):
+                continue
+            path = os.path.join(top, name)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            found[path] = _list_uris(text) if name.endswith(".list") else _sources_uris(text)
+    return found
+
+
+def naming(sources, url):
+    """The files among source_uris()'s answer that fetch from url (a trailing / either way), sorted."""
+    want = str(url or "").rstrip("/")
+    return sorted(path for path, uris in (sources or {}).items() if want and any(u.rstrip("/") == want for u in uris))
 
 
 def _mode(st):

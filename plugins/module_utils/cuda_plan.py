@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 
 from ansible_collections.blackwell.inference.plugins.module_utils import apt_repo, cuda_arch, values
@@ -114,10 +113,11 @@ _KEYRING_INSTALLED = re.compile(r"^\S+ ok installed$")
 def work(plan_, reading, options):
     """What the change phases have to do, decided once from one reading of the host (toolkit_probe's or the lock's).
 
-    options: method (apt, runfile), repo_source (deb822, keyring, none), hold; for deb822 also repo_name, repo_url and
-    key_fingerprint (what the repo phase writes: apt_repo.in_place). Returns {host: the reading, changes (changes()),
-    dpkg (dpkg_state()), keyring_installed, repo (a deb822 source or its key not yet as the phase writes them, or the
-    cuda-keyring package still to install), repo_why (why, for deb822), apt (a pinned package missing, unfinished or
+    options: method (apt, runfile), repo_source (deb822, keyring, none), hold, repo_url (the role's repository); for
+    deb822 also repo_name and key_fingerprint (what the repo phase writes: apt_repo.in_place). Returns {host: the
+    reading, changes (changes()), dpkg (dpkg_state()), keyring_installed, repo (a deb822 source or its key not yet as
+    the phase writes them, or the cuda-keyring package still to install), repo_why (why, for deb822), sources_naming
+    (the reading's apt source files that fetch from repo_url: apt_repo.naming), apt (a pinned package missing, unfinished or
     below its pin, a dpkg run left unfinished, a pin not held yet), links (to pin, record or put back), any (one of
     them, or a runfile install, checked each run)}."""
     stdout = (reading.get("packages") or {}).get("stdout") or ""
@@ -126,6 +126,8 @@ def work(plan_, reading, options):
     apt = options["method"] == "apt"
     keyring_installed = bool(_KEYRING_INSTALLED.match(dpkg["status"].get("cuda-keyring", "")))
     repo_why = []
+    # the source files that fetch from the role's repository (the preflight refuses a second one for deb822)
+    naming = apt_repo.naming(reading.get("apt_sources"), options.get("repo_url")) if apt else []
     if apt and options["repo_source"] == "deb822":
         repo_why = apt_repo.in_place(reading.get("apt_repo"), options.get("repo_name"), options.get("repo_url"), options.get("key_fingerprint"))
     repo = apt and (bool(repo_why) or (options["repo_source"] == "keyring" and not keyring_installed))
@@ -138,6 +140,7 @@ def work(plan_, reading, options):
         "keyring_installed": keyring_installed,
         "repo": repo,
         "repo_why": repo_why,
+        "sources_naming": naming,
         "apt": apt_work,
         "links": links,
         "any": links or repo or apt_work or options["method"] == "runfile",
@@ -456,26 +459,6 @@ def changes(plan_, installed):
     res["downgrades"] = ", ".join("%(name)s from %(installed)s to %(wanted)s" % d for d in res["downgrade"])
     res["apt"] = bool(res["install"] or res["upgrade"])  # apt has work; without it the dry-run and the install are skipped
     return res
-
-
-def apt_sources_naming(url, root="/etc/apt"):
-    """The apt source files under root (*.list and *.sources, at any depth, as `grep -rlF`) that contain url, sorted:
-    a second source for the role's repository URL (from the cuda-keyring package, say) with another Signed-By makes
-    apt update fail."""
-    found = []
-    for top, dirs, names in os.walk(root):
-        dirs.sort()
-        for name in sorted(names):
-            if not name.endswith((".list", ".sources")):
-                continue
-            path = os.path.join(top, name)
-            try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    if url in fh.read():
-                        found.append(path)
-            except OSError:
-                continue
-    return found
 
 
 _URL = re.compile(r"^(https?|file):")

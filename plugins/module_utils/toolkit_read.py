@@ -1,8 +1,8 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The cuda_toolkit role's one read of a host (the toolkit_probe module): GPUs, driver and toolkits (cuda_measure),
-every package's dpkg status, Secure Boot, the apt sources naming the repository, the compile record and the cuda
-links. Read-only; commands go through a runner (commands.py)."""
+every package's dpkg status, Secure Boot, every apt source's URIs, the role's own source and key, the compile record
+and the cuda links. Read-only; commands go through a runner (commands.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ DEFAULTS = {
     "nvidia_smi": "nvidia-smi",
     "toolkit_root": "/usr/local",
     "packages": True,
-    "apt_source_url": "",
+    "apt_sources": False,
     "compile_record": "",
     "links": None,
     "apt_repo": None,
@@ -37,8 +37,8 @@ def secure_boot(res):
     return {"rc": res.rc, "stdout": (res.stdout or "").strip(), "stderr": stderr}
 
 
-def read(run, p, env, env_notes, home_dir, sources=cuda_plan.apt_sources_naming, record=cuda_plan.read_compile_record):
-    """The host for p (nvidia_smi, toolkit_root, packages, apt_source_url, compile_record, links, apt_repo). Raises
+def read(run, p, env, env_notes, home_dir, sources=apt_repo.source_uris, record=cuda_plan.read_compile_record):
+    """The host for p (nvidia_smi, toolkit_root, packages, apt_sources, compile_record, links, apt_repo). Raises
     ReadError (cuda_measure's refusals included)."""
     try:
         facts = cuda_measure.measure(run, p, env, env_notes, home_dir)
@@ -72,12 +72,11 @@ def read(run, p, env, env_notes, home_dir, sources=cuda_plan.apt_sources_naming,
             raise ReadError("apt_repo takes the paths %s (missing: %s; unsupported: %s)" % said)
         repo = apt_repo.read(str(given["source"]), str(given["key"]))
 
-    url = (p.get("apt_source_url") or "").rstrip("/")
     return {
         "ansible_facts": {"blackwell_cuda": facts},
         "packages": packages,
         "secure_boot": boot,
-        "apt_sources": sources(url) if url else [],
+        "apt_sources": sources() if p.get("apt_sources") else {},
         "compile_record": record(p.get("compile_record") or ""),
         "links": links,
         "apt_repo": repo,

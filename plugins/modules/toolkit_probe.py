@@ -33,10 +33,13 @@ options:
     description: Read every package's version and status with C(dpkg-query) (the apt method).
     type: bool
     default: true
-  apt_source_url:
-    description: List the C(*.list) and C(*.sources) files under C(/etc/apt) that contain this URL (none when empty).
-    type: str
-    default: ""
+  apt_sources:
+    description:
+      - Read the URIs of every C(*.list) and C(*.sources) file under C(/etc/apt) (commented lines and disabled stanzas
+        left out) as RV(apt_sources). The caller picks the files that name its repository (the C(cuda_toolkit_work)
+        filter's C(sources_naming)), so the reading needs no URL worked out from the host's facts.
+    type: bool
+    default: false
   compile_record:
     description:
       - JSON file of the kernel compiles that passed, per toolkit path and arch the toolkit's C(identity) then (written by
@@ -74,7 +77,7 @@ EXAMPLES = r"""
 - name: Read the host once for the toolkit role
   blackwell.inference.toolkit_probe:
     toolkit_root: /usr/local
-    apt_source_url: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64
+    apt_sources: true
   register: probe
 
 - name: Show the Secure Boot state
@@ -100,11 +103,10 @@ secure_boot:
   type: dict
   sample: {rc: 0, stdout: SecureBoot disabled, stderr: ""}
 apt_sources:
-  description: The apt source files that contain O(apt_source_url), sorted.
+  description: With O(apt_sources), each apt source file and the URIs apt fetches from by it; empty otherwise.
   returned: always
-  type: list
-  elements: str
-  sample: [/etc/apt/sources.list.d/cuda-debian12-x86_64.list]
+  type: dict
+  sample: {/etc/apt/sources.list.d/cuda-debian12-x86_64.list: ["https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"]}
 compile_record:
   description: The content of O(compile_record); empty when it is not given, not there or not a JSON object of objects.
   returned: always
@@ -150,7 +152,7 @@ def run_module():
             nvidia_smi=dict(type="str", default=D["nvidia_smi"]),
             toolkit_root=dict(type="path", default=D["toolkit_root"]),
             packages=dict(type="bool", default=D["packages"]),
-            apt_source_url=dict(type="str", default=D["apt_source_url"]),
+            apt_sources=dict(type="bool", default=D["apt_sources"]),
             compile_record=dict(type="path", default=D["compile_record"]),
             links=dict(type="dict"),
             apt_repo=dict(type="dict"),

@@ -110,3 +110,39 @@ def test_parse_deb822(text, stanzas):
 def test_parse_deb822_refuses_what_is_no_field(text):
     with pytest.raises(ValueError):
         apt_repo.parse_deb822(text)
+
+
+# The source the cuda-keyring package wrote on the lab host (its mirror's URL), and a deb822 one as the role writes it.
+KEYRING_LIST = "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] file:/srv/cuda-mirror/debian12/x86_64/ /\n"
+DEB822 = "Types: deb\nURIs: file:/srv/cuda-mirror/debian12/x86_64/\nSuites: /\nSigned-By: /etc/apt/keyrings/cuda-archive-keyring.asc\n"
+# Debian 12's own sources (debootstrap's one-line file), and a .list whose options hold a space
+DEBIAN_LIST = "deb http://deb.debian.org/debian bookworm main\ndeb-src http://deb.debian.org/debian bookworm main\n"
+SPACED = "deb [ arch=amd64 signed-by=/k.gpg ] https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /\n"
+
+
+def test_source_uris_reads_list_and_sources_files_at_any_depth_as_apt_would(tmp_path):
+    d = tmp_path / "sources.list.d"
+    d.mkdir()
+    (d / "cuda-debian12-x86_64.list").write_text(KEYRING_LIST)
+    (d / "cuda-toolkit.sources").write_text(DEB822)
+    (d / "debian.sources").write_text("Types: deb\nURIs: http://deb.debian.org/debian http://mirror.example/debian\nSuites: bookworm\n")
+    (d / "off.sources").write_text("Enabled: no\n" + DEB822)  # apt skips a disabled stanza
+    (d / "broken.sources").write_text("URIs: file:/srv/x/\nnot a field\n")  # read line by line
+    (d / "nvidia.list").write_text(SPACED)
+    (d / "cuda.list.save").write_text(KEYRING_LIST)  # not a source apt reads
+    (tmp_path / "sources.list").write_text("# " + KEYRING_LIST + DEBIAN_LIST)  # a commented line fetches nothing
+    got = apt_repo.source_uris(str(tmp_path))
+    assert got == {
+        str(tmp_path / "sources.list"): ["http://deb.debian.org/debian", "http://deb.debian.org/debian"],
+        str(d / "broken.sources"): ["file:/srv/x/"],
+        str(d / "cuda-debian12-x86_64.list"): ["file:/srv/cuda-mirror/debian12/x86_64/"],
+        str(d / "cuda-toolkit.sources"): ["file:/srv/cuda-mirror/debian12/x86_64/"],
+        str(d / "debian.sources"): ["http://deb.debian.org/debian", "http://mirror.example/debian"],
+        str(d / "nvidia.list"): ["https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"],
+        str(d / "off.sources"): [],
+    }
+    mirror = apt_repo.naming(got, "file:/srv/cuda-mirror/debian12/x86_64")
+    assert mirror == [str(d / "cuda-debian12-x86_64.list"), str(d / "cuda-toolkit.sources")]
+    assert apt_repo.naming(got, "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/") == [str(d / "nvidia.list")]
+    assert apt_repo.naming(got, "file:/srv/cuda-mirror") == []  # a URL is named whole, not as a prefix
+    assert apt_repo.naming(got, "") == [] and apt_repo.source_uris(str(tmp_path / "absent")) == {}

@@ -285,25 +285,6 @@ def test_apt_has_work_only_when_something_is_installed_or_upgraded():
     assert got["apt"] is False and got["unheld"] == ["cuda-crt-13-0"]
 
 
-# The source the cuda-keyring package wrote on the lab host (its mirror's URL), and a deb822 one as the role writes it.
-KEYRING_LIST = "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] file:/srv/cuda-mirror/debian12/x86_64/ /\n"
-DEB822 = "Types: deb\nURIs: file:/srv/cuda-mirror/debian12/x86_64/\nSuites: /\nSigned-By: /etc/apt/keyrings/cuda-archive-keyring.asc\n"
-
-
-def test_apt_sources_naming_finds_list_and_sources_files_at_any_depth(tmp_path):
-    d = tmp_path / "sources.list.d"
-    d.mkdir()
-    (d / "cuda-debian12-x86_64.list").write_text(KEYRING_LIST)
-    (d / "cuda-toolkit.sources").write_text(DEB822)
-    (d / "debian.sources").write_text("Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n")
-    (d / "cuda.list.save").write_text(KEYRING_LIST)  # not a source apt reads
-    (tmp_path / "sources.list").write_text("# " + KEYRING_LIST)  # a commented line still names it, as grep -rlF says
-    found = cp.apt_sources_naming("file:/srv/cuda-mirror/debian12/x86_64", str(tmp_path))
-    assert found == [str(tmp_path / "sources.list"), str(d / "cuda-debian12-x86_64.list"), str(d / "cuda-toolkit.sources")]
-    assert cp.apt_sources_naming("https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64", str(tmp_path)) == []
-    assert cp.apt_sources_naming("file:/srv/cuda-mirror", str(tmp_path / "absent")) == []
-
-
 @pytest.mark.parametrize(
     "releases, root, expected",
     [
@@ -450,6 +431,10 @@ def test_work_on_a_converged_host_is_nothing_once_the_deb822_source_and_its_key_
     reading = {"packages": {"stdout": converged_query(plan_)}, "links": {"needed": False}, "apt_repo": in_place_repo()}
     got = cp.work(plan_, reading, APT)
     assert (got["apt"], got["links"], got["repo"], got["any"], got["repo_why"]) == (False, False, False, False, [])
+    assert got["sources_naming"] == []  # no apt_sources in this reading
+    ours = "/etc/apt/sources.list.d/cuda-toolkit.sources"
+    named = cp.work(plan_, dict(reading, apt_sources={ours: [NVIDIA_URL.rstrip("/")], "/etc/apt/sources.list": ["http://deb.debian.org/debian"]}), APT)
+    assert named["sources_naming"] == [ours]
     assert got["host"] is reading and got["changes"]["apt"] is False and got["dpkg"]["interrupted"] == []
     # the source not read (an older lock's reading), a source changed by hand, a key pinned anew, no pin at all: work
     for changed, options in [

@@ -30,7 +30,8 @@ def measured(monkeypatch):
 
 
 def read(run, **params):
-    return toolkit_read.read(run, params, {}, [], "/root", sources=lambda url: ["/etc/apt/sources.list.d/cuda.sources"], record=lambda path: {})
+    sources = {"/etc/apt/sources.list.d/cuda.sources": ["file:/srv/cuda-mirror/debian12/x86_64/"]}
+    return toolkit_read.read(run, params, {}, [], "/root", sources=lambda: sources, record=lambda path: {})
 
 
 @pytest.mark.parametrize(
@@ -43,18 +44,19 @@ def read(run, **params):
 )
 def test_one_read_of_the_host(measured, sb, want):
     run, calls = runner({"dpkg-query": commands.CommandResult(["dpkg-query"], rc=0, stdout=DPKG), "mokutil": sb})
-    got = read(run, packages=True, apt_source_url="file:/srv/cuda-mirror/debian12/x86_64/", compile_record="/var/lib/x.json")
+    got = read(run, packages=True, apt_sources=True, compile_record="/var/lib/x.json")
     assert got["ansible_facts"] == {"blackwell_cuda": FACTS}
     assert got["packages"] == {"rc": 0, "stdout": DPKG}
     assert got["secure_boot"] == want
-    assert got["apt_sources"] == ["/etc/apt/sources.list.d/cuda.sources"] and got["compile_record"] == {}
+    assert got["apt_sources"] == {"/etc/apt/sources.list.d/cuda.sources": ["file:/srv/cuda-mirror/debian12/x86_64/"]}
+    assert got["compile_record"] == {}
     assert got["links"] is None and got["apt_repo"] is None and calls == ["dpkg-query", "mokutil"]
 
 
 def test_a_runfile_host_reads_no_packages_and_no_sources(measured):
     run, calls = runner({"mokutil": SB_OFF})
-    got = read(run, packages=False, apt_source_url="")
-    assert got["packages"] == {"rc": None, "stdout": ""} and got["apt_sources"] == [] and calls == ["mokutil"]
+    got = read(run, packages=False, apt_sources=False)
+    assert got["packages"] == {"rc": None, "stdout": ""} and got["apt_sources"] == {} and calls == ["mokutil"]
 
 
 def test_the_roles_own_source_and_key_are_read_when_asked(measured, tmp_path):
