@@ -40,6 +40,17 @@ options:
   take_over:
     description: Internal - the stale record to replace, set by the action plugin.
     type: dict
+  facts:
+    description:
+      - With O(state=acquired), also gather the facts M(ansible.builtin.setup) gathers with C(gather_subset=min)
+        (distribution, Python, service manager, local facts from O(fact_path), ...), beside the readings, as this task's
+        facts: a play whose first task takes the lock needs no fact gathering call of its own (C(gather_facts=false)).
+    type: bool
+    default: false
+  fact_path:
+    description: Where local facts (C(*.fact)) are read from with O(facts), as M(ansible.builtin.setup)'s option.
+    type: path
+    default: /etc/ansible/facts.d
   read:
     description:
       - With O(state=acquired), what to read of the host in the same call once the lock is this play's, so that a role
@@ -81,8 +92,9 @@ EXAMPLES = r"""
   blackwell.inference.host_lock:
     timeout: 1800
 
-- name: Take it, and read the toolkits and the venvs under it
+- name: Take it, gather the minimal facts and read the toolkits and the venvs under it (a play with gather_facts=false)
   blackwell.inference.host_lock:
+    facts: true
     read:
       toolkit: {nvidia_smi: nvidia-smi, toolkit_root: /usr/local, packages: true}
       venv: {root: /opt/sglang, python: /usr/bin/python3}
@@ -119,8 +131,10 @@ read:
   returned: when O(read) is given and the lock was acquired
   type: dict
 ansible_facts:
-  description: C(blackwell_cuda), from the toolkit reading.
-  returned: when O(read.toolkit) is given, the lock was acquired and the reading did not fail
+  description:
+    - C(blackwell_cuda), from the toolkit reading (when O(read.toolkit) is given and the reading did not fail); with
+      O(facts), also the facts of C(gather_subset=min), as M(ansible.builtin.setup) returns them.
+  returned: when the lock was acquired
   type: dict
 """
 
@@ -129,7 +143,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import host_lock
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, host_lock
 
 
 def read(path):
@@ -157,7 +171,7 @@ def readers(module):
     command asked twice in one reading runs once)."""
 
     # imported here: giving the lock back reads nothing, and skips their imports on the host
-    from ansible_collections.blackwell.inference.plugins.module_utils import commands, service_read, toolkit_read, venv_info  # noqa: PLC0415
+    from ansible_collections.blackwell.inference.plugins.module_utils import service_read, toolkit_read, venv_info  # noqa: PLC0415
 
     def runner():
         return commands.CachingRunner(commands.module_runner(module))
@@ -175,12 +189,76 @@ def readers(module):
     return {"toolkit": toolkit, "venv": venv, "service": service}
 
 
-def acquired(module, holder):
-    """Exit holding the lock, with what was asked to be read under it."""
-    if not module.params["read"]:
-        module.exit_json(changed=False, acquired=True, holder=holder)
-    out, facts = host_lock.readings(module.params["read"], readers(module))
-    module.exit_json(changed=False, acquired=True, holder=holder, read=out, ansible_facts=facts)
+def min_facts(module):
+    """What ansible.builtin.setup gathers with gather_subset=min (its collectors, its namespace: ansible_*)."""
+    # imported here: only a call with facts=true loads the collectors
+    from ansible.module_utils.facts import ansible_collector  # noqa: PLC0415
+    from ansible.module_utils.facts.namespace import PrefixFactNamespace  # noqa: PLC0415
+    from ansible.module_utils.facts.system import (  # noqa: PLC0415
+        apparmor,
+        caps,
+        cmdline,
+        date_time,
+        distribution,
+        dns,
+        env,
+        fips,
+        local,
+        lsb,
+        pkg_mgr,
+        platform,
+        python,
+        selinux,
+        service_mgr,
+        ssh_pub_keys,
+        user,
+    )
+
+    classes = [
+        platform.PlatformFactCollector,
+        distribution.DistributionFactCollector,
+        lsb.LSBFactCollector,
+        selinux.SelinuxFactCollector,
+        apparmor.ApparmorFactCollector,
+        fips.FipsFactCollector,
+        python.PythonFactCollector,
+        caps.SystemCapabilitiesFactCollector,
+        pkg_mgr.PkgMgrFactCollector,
+        pkg_mgr.OpenBSDPkgMgrFactCollector,
+        service_mgr.ServiceMgrFactCollector,
+        cmdline.CmdLineFactCollector,
+        date_time.DateTimeFactCollector,
+        env.EnvFactCollector,
+        ssh_pub_keys.SshPubKeyFactCollector,
+        user.UserFactCollector,
+        dns.DnsFactCollector,
+        local.LocalFactCollector,
+    ]
+    collector = ansible_collector.get_ansible_collector(
+        all_collector_classes=classes,
+        namespace=PrefixFactNamespace(namespace_name="ansible", prefix="ansible_"),
+        gather_subset=["min"],
+        gather_timeout=10,
+        minimal_gather_subset=frozenset(c.name for c in classes),
+    )
+    return collector.collect(module=module)
+
+
+def acquired(module, holder, path):
+    """Exit holding the lock, with the facts and what was asked to be read under it. Facts that cannot be gathered
+    fail the task and give the lock back (the play stops before its block, whose end would give it back)."""
+    facts_now = commands.aside(min_facts, module) if module.params["facts"] else None
+    out, facts = host_lock.readings(module.params["read"], readers(module)) if module.params["read"] else (None, {})
+    if facts_now is not None:
+        try:
+            facts.update(facts_now())
+        except Exception as exc:
+            os.unlink(path)
+            module.fail_json(msg="The host's facts could not be gathered (the lock was given back): %s" % exc)
+    result = {"changed": False, "acquired": True, "holder": holder, "ansible_facts": facts}
+    if out is not None:
+        result["read"] = out
+    module.exit_json(**result)
 
 
 def main():
@@ -192,6 +270,8 @@ def main():
             "owner": {"type": "dict"},
             "take_over": {"type": "dict"},
             "read": {"type": "dict", "options": {"toolkit": {"type": "dict"}, "venv": {"type": "dict"}, "service": {"type": "dict"}}},
+            "facts": {"type": "bool", "default": False},
+            "fact_path": {"type": "path", "default": "/etc/ansible/facts.d"},
         },
         supports_check_mode=True,
     )
@@ -205,13 +285,13 @@ def main():
             os.unlink(path)
         module.exit_json(changed=False, acquired=False, holder=holder)
     if exists and host_lock.same_play(holder, owner):
-        acquired(module, holder)
+        acquired(module, holder, path)
     # replace exactly the stale record the controller judged (or an unreadable one), never a new holder
     if exists and p["take_over"] is not None and holder == (p["take_over"] or None):
         os.unlink(path)
         exists = False
     if not exists and write_new(path, owner):
-        acquired(module, owner)
+        acquired(module, owner, path)
     holder, _exists = read(path)
     module.exit_json(changed=False, acquired=False, holder=holder)
 
