@@ -44,7 +44,7 @@ options:
     description:
       - With O(state=acquired), also gather the facts M(ansible.builtin.setup) gathers with C(gather_subset=min)
         (distribution, Python, service manager, local facts from O(fact_path), ...), beside the readings, as this task's
-        facts: a play whose first task takes the lock needs no fact gathering call of its own (C(gather_facts=false)).
+        facts. A play whose first task takes the lock needs no fact gathering call of its own (C(gather_facts=false)).
     type: bool
     default: false
   fact_path:
