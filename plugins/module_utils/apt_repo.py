@@ -149,8 +149,10 @@ def wanted_fields(name, url, key_path):
 
 def in_place(reading, name, url, fingerprint):
     """Why the repo phase still has work on a host read by read() ([] when the source and its key are already what it
-    would write). reading: read()'s answer, or None (not read: work). The key is only known to be the right one when a
-    fingerprint is expected; without one the phase downloads and writes it again each run (the URL is the truth)."""
+    would write: the one stanza with the same fields, as apt reads it (their order, spacing and comments are not
+    compared); the key with exactly the expected fingerprint; the modes apt needs). reading: read()'s answer, or None
+    (not read: work). The key is only known to be the right one when a fingerprint is expected; without one the phase
+    runs each run and compares the key at the URL with the one in place (the URL is the truth)."""
     if not reading:
         return ["the source and its key were not read"]
     src, key = reading["source"], reading["key"]

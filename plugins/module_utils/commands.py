@@ -112,6 +112,37 @@ class Background:
         return self.wait()
 
 
+class ModuleFailure(Exception):
+    """What fail_json would have answered, raised instead (Quiet): msg and the result's other keys."""
+
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result or {}
+
+
+class Quiet:
+    """A module as code run aside (aside()) sees it: fail_json raises ModuleFailure instead of printing the module's
+    answer and exiting, and run_command raises where it would have failed the module (an OSError; check_rc), so only
+    the main thread ever answers. Everything else is the module's."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def fail_json(self, msg, **result):
+        raise ModuleFailure(msg, result)
+
+    def run_command(self, args, check_rc=False, **kwargs):
+        kwargs["handle_exceptions"] = False
+        rc, out, err = self._module.run_command(args, check_rc=False, **kwargs)
+        if check_rc and rc != 0:
+            raise ModuleFailure("%s: rc %s" % (args, rc), {"rc": rc, "stdout": out, "stderr": err})
+        return rc, out, err
+
+
 class Unanswered(RuntimeError):
     """A call made aside that ended without a value or an exception (SystemExit from a fail_json, say)."""
 
@@ -119,7 +150,8 @@ class Unanswered(RuntimeError):
 def aside(fn, *args):
     """Start fn(*args) in a thread of its own, so it runs beside what the caller does next. Returns a function that
     waits for it and returns what it returned, or raises what it raised (an Exception), in the caller's thread; one
-    stopped by anything else raises Unanswered."""
+    stopped by anything else raises Unanswered. Give fn Quiet(module), never the module: a fail_json in the thread
+    would print an answer of its own before the module's."""
     done = {}
 
     def target():
@@ -127,7 +159,7 @@ def aside(fn, *args):
             done["value"] = fn(*args)
         except Exception as exc:  # raised again by the caller, in its own thread
             done["error"] = exc
-        except BaseException as exc:  # a fail_json's SystemExit ends the thread, not the module
+        except BaseException as exc:  # SystemExit, say: fn was given a module, not Quiet(module)
             done["stopped"] = type(exc).__name__
 
     thread = threading.Thread(target=target, daemon=True)

@@ -44,7 +44,7 @@ def read(module, run, p):
     health look's unit state); run: a runner (commands.CachingRunner), whose calls are returned as commands_run."""
     # the facts of the service's environment need nothing else of this reading: gathered while the unit is read and
     # the service looked at (each waits on its commands or the service's answer)
-    facts = commands.aside(gather_facts, module, run, p["facts"], FACTS_OPTIONS) if p["facts"] is not None else None
+    facts = commands.aside(gather_facts, commands.Quiet(module), run, p["facts"], FACTS_OPTIONS) if p["facts"] is not None else None
     out = {"unit": read_unit(run, p["unit"], module.boolean) if p["unit"] is not None else None}
     marker, marker_error = service_probe.read_marker(p["marker"])
     out["health"] = look(module, p["health"], (out["unit"] or {}).get("listen"), marker) if p["health"] is not None else None
@@ -96,7 +96,7 @@ def gather_facts(module, run, given, known):
     try:
         p = cuda_measure.facts_options(given, known)
         return cuda_measure.in_unit(module, run, p, module.boolean, pwd.getpwuid(os.getuid()).pw_dir)[0]
-    except cuda_measure.MeasureError as exc:
+    except (cuda_measure.MeasureError, commands.ModuleFailure) as exc:  # the latter: a fail_json under Quiet
         raise ReadError(exc.msg, exc.result) from exc
 
 

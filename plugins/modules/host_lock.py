@@ -247,14 +247,16 @@ def min_facts(module):
 def acquired(module, holder, path):
     """Exit holding the lock, with the facts and what was asked to be read under it. Facts that cannot be gathered
     fail the task and give the lock back (the play stops before its block, whose end would give it back)."""
-    facts_now = commands.aside(min_facts, module) if module.params["facts"] else None
-    out, facts = host_lock.readings(module.params["read"], readers(module)) if module.params["read"] else (None, {})
+    # each in a thread of its own: a fail_json there raises (Quiet), so this thread alone answers
+    quiet = commands.Quiet(module)
+    facts_now = commands.aside(min_facts, quiet) if module.params["facts"] else None
+    out, facts = host_lock.readings(module.params["read"], readers(quiet)) if module.params["read"] else (None, {})
     if facts_now is not None:
         try:
             facts.update(facts_now())
         except Exception as exc:
             os.unlink(path)
-            module.fail_json(msg="The host's facts could not be gathered (the lock was given back): %s" % exc)
+            module.fail_json(msg="The host's facts could not be gathered (the lock was given back): %s" % exc, **getattr(exc, "result", {}))
     result = {"changed": False, "acquired": True, "holder": holder, "ansible_facts": facts}
     if out is not None:
         result["read"] = out

@@ -35,7 +35,9 @@ options:
     type: str
     default: ""
   dest:
-    description: Where a checked key file goes (mode 0644), for O(kind=key). Written only when its content differs.
+    description:
+      - Where a checked key file goes (mode 0644), for O(kind=key). Written only when its content differs; the mode is
+        put right either way.
     type: path
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -152,6 +154,8 @@ def main():
         out["changed"] = not same
         if not same and not module.check_mode:
             files.write_atomic(p["dest"], data)
+        if same:  # apt reads it as _apt: the same key with another mode is put right too
+            out["changed"] = module.set_mode_if_different(p["dest"], "0644", False)
     module.exit_json(**out)
 
 

@@ -114,3 +114,7 @@ def test_a_repository_key_with_the_wrong_fingerprint_is_never_written_where_apt_
     rc, out, recap = playbook(*REPO_ONLY, extra_vars=pinned)
     assert rc == 0 and recap["changed"] >= 2 and OWN_SOURCE in out, out[-3000:]
     assert host.file(KEYRING).content_string == key and "Architectures" not in run("cat %s" % SOURCE)
+    # the same key, unreadable for apt's _apt user: the mode is put right, the content left alone
+    run("chmod 600 %s" % KEYRING)
+    rc, out, recap = playbook(*REPO_ONLY, extra_vars=pinned)
+    assert rc == 0 and recap["changed"] == 1 and host.file(KEYRING).mode == 0o644, out[-3000:]

@@ -4,6 +4,8 @@ runner and exit-status reading as any other command."""
 import subprocess
 import time
 
+import pytest
+
 from ansible_collections.blackwell.inference.plugins.module_utils import commands
 
 PATH = {"PATH": "/usr/bin:/bin"}
@@ -80,3 +82,43 @@ def test_running_children_matches_the_tail_of_a_childs_command_line():
     finally:
         proc.kill()
         proc.wait()
+
+
+class _Module:
+    """What Quiet wraps: an AnsibleModule's fail_json (prints and exits) and run_command (fails the module on an
+    OSError when handle_exceptions, and on rc != 0 with check_rc)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def fail_json(self, msg, **kw):
+        raise AssertionError("the module's own fail_json was called: " + msg)
+
+    def run_command(self, args, check_rc=False, handle_exceptions=True, **kw):
+        self.seen.append((args, check_rc, handle_exceptions))
+        if args[0] == "missing":
+            if handle_exceptions:
+                self.fail_json(msg="No such file")
+            raise FileNotFoundError("No such file or directory: 'missing'")
+        return (3, "out", "err") if args[0] == "false" else (0, "ok", "")
+
+    boolean = staticmethod(bool)
+
+
+def test_quiet_raises_where_the_module_would_answer_and_exit():
+    module = _Module()
+    quiet = commands.Quiet(module)
+    assert quiet.run_command(["true"]) == (0, "ok", "") and module.seen[-1] == (["true"], False, False)
+    assert quiet.boolean(1) is True  # everything else is the module's
+    with pytest.raises(FileNotFoundError):
+        quiet.run_command(["missing"])
+    with pytest.raises(commands.ModuleFailure) as failed:
+        quiet.run_command(["false"], check_rc=True)
+    assert failed.value.result == {"rc": 3, "stdout": "out", "stderr": "err"}
+    assert quiet.run_command(["false"]) == (3, "out", "err")
+    with pytest.raises(commands.ModuleFailure, match="cannot read the environment") as failed:
+        quiet.fail_json(msg="cannot read the environment of unit x.service", rc=1)
+    assert failed.value.result == {"rc": 1}
+    # in a thread: the caller gets the failure, nothing is printed by the thread
+    with pytest.raises(commands.ModuleFailure, match="boom"):
+        commands.aside(lambda m: m.fail_json(msg="boom"), quiet)()
