@@ -128,6 +128,8 @@ def _labctl(*args):
 def _build(state, log):
     """Reach STATE from its parent's image the way the scenario does, then save it (a cold cache only)."""
     parent = images.PARENT[state]
+    # a fresh copy: `up` leaves a running host of the same image as it is, and the test before may have changed it
+    _labctl("down", LAB_HOST, LAB_INDEX)
     if parent:
         _labctl("up", LAB_HOST, LAB_INDEX, LAB_SUITE, _ensure(parent, log))
     else:
