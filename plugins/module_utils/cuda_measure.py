@@ -156,12 +156,22 @@ FACTS_DEFAULTS = {
 }
 
 
+def suboptions(name, given, known, required=(), error=MeasureError):
+    """A dict option of a reading (links, apt_repo, facts, health, ...) checked: any option not in `known`, then any
+    of `required` missing or empty, raises `error` (a MeasureError) naming them. Returns it as a new dict."""
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise error("%s: unsupported option(s) %s (known: %s)" % (name, ", ".join(unknown), ", ".join(known)))
+    missing = [k for k in required if not given.get(k)]
+    if missing:
+        raise error("%s: needs %s" % (name, ", ".join(missing)))
+    return dict(given)
+
+
 def facts_options(given, known):
     """cuda_facts' options from a module's `facts` dict, limited to `known`, with cuda_facts' defaults. Raises
     MeasureError naming any other option."""
-    unknown = sorted(set(given) - set(known))
-    if unknown:
-        raise MeasureError("facts: unsupported option(s) %s (known: %s)" % (", ".join(unknown), ", ".join(known)))
+    suboptions("facts", given, known)
     p = {k: FACTS_DEFAULTS[k] for k in known}
     p.update(given)
     return p

@@ -72,10 +72,7 @@ def read(module, run, p):
 
 
 def options(name, given, known):
-    unknown = sorted(set(given) - set(known))
-    if unknown:
-        raise ReadError("%s: unsupported option(s) %s (known: %s)" % (name, ", ".join(unknown), ", ".join(known)))
-    return dict(given)
+    return cuda_measure.suboptions(name, given, known, error=ReadError)
 
 
 def read_unit(run, given, boolean):

@@ -55,21 +55,13 @@ def read(run, p, env, env_notes, home_dir, sources=apt_repo.source_uris, record=
 
     links = None
     if p.get("links") is not None:
-        unknown = sorted(set(p["links"]) - set(LINK_OPTIONS))
-        if unknown:
-            raise ReadError("links: unsupported option(s) %s (known: %s)" % (", ".join(unknown), ", ".join(LINK_OPTIONS)))
-        lk = p["links"]
+        lk = cuda_measure.suboptions("links", p["links"], LINK_OPTIONS, error=ReadError)
         wanted = [str(v) for v in lk.get("wanted") or []]
         links = cuda_link_host.read(run, lk.get("root") or "/usr/local", lk.get("record") or DEFAULT_LINK_RECORD, wanted, str(lk.get("default") or ""))
 
     repo = None
     if p.get("apt_repo") is not None:
-        given = p["apt_repo"]
-        missing = [k for k in APT_REPO_OPTIONS if not given.get(k)]
-        unknown = sorted(set(given) - set(APT_REPO_OPTIONS))
-        if missing or unknown:
-            said = (", ".join(APT_REPO_OPTIONS), ", ".join(missing) or "none", ", ".join(unknown) or "none")
-            raise ReadError("apt_repo takes the paths %s (missing: %s; unsupported: %s)" % said)
+        given = cuda_measure.suboptions("apt_repo", p["apt_repo"], APT_REPO_OPTIONS, required=APT_REPO_OPTIONS, error=ReadError)
         repo = apt_repo.read(str(given["source"]), str(given["key"]))
 
     return {

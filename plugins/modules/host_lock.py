@@ -189,57 +189,42 @@ def readers(module):
     return {"toolkit": toolkit, "venv": venv, "service": service}
 
 
-def min_facts(module):
-    """What ansible.builtin.setup gathers with gather_subset=min (its collectors, its namespace: ansible_*)."""
-    # imported here: only a call with facts=true loads the collectors
-    from ansible.module_utils.facts import ansible_collector  # noqa: PLC0415
-    from ansible.module_utils.facts.namespace import PrefixFactNamespace  # noqa: PLC0415
-    from ansible.module_utils.facts.system import (  # noqa: PLC0415
-        apparmor,
-        caps,
-        cmdline,
-        date_time,
-        distribution,
-        dns,
-        env,
-        fips,
-        local,
-        lsb,
-        pkg_mgr,
-        platform,
-        python,
-        selinux,
-        service_mgr,
-        ssh_pub_keys,
-        user,
-    )
-
-    classes = [
-        platform.PlatformFactCollector,
-        distribution.DistributionFactCollector,
-        lsb.LSBFactCollector,
-        selinux.SelinuxFactCollector,
-        apparmor.ApparmorFactCollector,
-        fips.FipsFactCollector,
-        python.PythonFactCollector,
-        caps.SystemCapabilitiesFactCollector,
-        pkg_mgr.PkgMgrFactCollector,
-        pkg_mgr.OpenBSDPkgMgrFactCollector,
-        service_mgr.ServiceMgrFactCollector,
-        cmdline.CmdLineFactCollector,
-        date_time.DateTimeFactCollector,
-        env.EnvFactCollector,
-        ssh_pub_keys.SshPubKeyFactCollector,
-        user.UserFactCollector,
-        dns.DnsFactCollector,
-        local.LocalFactCollector,
+# ansible.builtin.setup's minimal subset (a literal there, not a constant of ansible's facts package)
+MIN_SUBSET = frozenset(
+    [
+        "apparmor",
+        "caps",
+        "cmdline",
+        "date_time",
+        "distribution",
+        "dns",
+        "env",
+        "fips",
+        "local",
+        "lsb",
+        "pkg_mgr",
+        "platform",
+        "python",
+        "selinux",
+        "service_mgr",
+        "ssh_pub_keys",
+        "user",
     ]
+)
+
+
+def min_facts(module):
+    """What ansible.builtin.setup gathers with gather_subset=min: its collectors, its minimal subset, its namespace."""
+    # imported here: only a call with facts=true loads the collectors
+    from ansible.module_utils.facts import ansible_collector, default_collectors  # noqa: PLC0415
+    from ansible.module_utils.facts.namespace import PrefixFactNamespace  # noqa: PLC0415
+
     collector = ansible_collector.get_ansible_collector(
-        all_collector_classes=classes,
+        all_collector_classes=default_collectors.collectors,
         namespace=PrefixFactNamespace(namespace_name="ansible", prefix="ansible_"),
         gather_subset=["min"],
         gather_timeout=10,
-        minimal_gather_subset=frozenset(c.name for c in classes),
+        minimal_gather_subset=MIN_SUBSET,
     )
     return collector.collect(module=module)
 

@@ -66,8 +66,10 @@ def test_the_roles_own_source_and_key_are_read_when_asked(measured, tmp_path):
     got = read(run, packages=False, apt_repo={"source": str(tmp_path / "none.sources"), "key": str(key)})["apt_repo"]
     assert got["source"] == {"path": str(tmp_path / "none.sources"), "present": False, "mode": None, "stanzas": None, "error": None}
     assert got["key"]["present"] is True and got["key"]["error"] == "byte 0 is not a packet header"
-    with pytest.raises(toolkit_read.ReadError, match=r"apt_repo takes the paths source, key \(missing: key; unsupported: keys\)"):
+    with pytest.raises(toolkit_read.ReadError, match=r"^apt_repo: unsupported option\(s\) keys \(known: source, key\)$"):
         read(run, packages=False, apt_repo={"source": "/x", "keys": "/y"})
+    with pytest.raises(toolkit_read.ReadError, match=r"^apt_repo: needs key$"):
+        read(run, packages=False, apt_repo={"source": "/x", "key": ""})
 
 
 def test_readings_the_role_cannot_decide_from(measured, monkeypatch):
