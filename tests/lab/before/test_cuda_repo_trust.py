@@ -111,10 +111,12 @@ def test_a_repository_key_with_the_wrong_fingerprint_is_never_written_where_apt_
     with open(OTHER_KEYS, "rb") as fh:
         run("echo %s | base64 -d > %s" % (base64.b64encode(fh.read()).decode(), KEYRING))
     run("echo 'Architectures: amd64' >> %s" % SOURCE)
+    assert run("md5sum < %s" % KEYRING) != run("md5sum < /srv/lab-key.asc") and "Architectures: amd64" in run("cat %s" % SOURCE)  # both hit
     rc, out, recap = playbook(*REPO_ONLY, extra_vars=pinned)
     assert rc == 0 and recap["changed"] >= 2 and OWN_SOURCE in out, out[-3000:]
     assert host.file(KEYRING).content_string == key and "Architectures" not in run("cat %s" % SOURCE)
     # the same key, unreadable for apt's _apt user: the mode is put right, the content left alone
     run("chmod 600 %s" % KEYRING)
+    assert host.file(KEYRING).mode == 0o600  # the fault hit
     rc, out, recap = playbook(*REPO_ONLY, extra_vars=pinned)
     assert rc == 0 and recap["changed"] == 1 and host.file(KEYRING).mode == 0o644, out[-3000:]
