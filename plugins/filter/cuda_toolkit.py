@@ -25,6 +25,7 @@ class FilterModule:
         return {
             "cuda_package_plan": guard(cuda_plan.plan),
             "cuda_package_changes": cuda_package_changes,
+            "cuda_apt_dry_run": cuda_plan.dry_run,
             "cuda_dpkg_state": cuda_dpkg_state,
             "cuda_driver_too_old": cuda_driver_too_old,
             "cuda_toolkit_host_refusals": cuda_plan.host_refusals,

@@ -42,6 +42,7 @@ class FilterModule:
             "sglang_service_readiness": guard(sglang_service.readiness),
             "sglang_service_verdict": verdict,
             "sglang_service_needs_validation": needs_validation,
+            "sglang_service_revalidation": sglang_service.revalidation,
             "sglang_service_health_stands": sglang_service.health_stands,
             "sglang_service_base_url": service_http.base_url,
             "sglang_service_marker": guard(sglang_service.marker),

@@ -461,6 +461,42 @@ def changes(plan_, installed):
     return res
 
 
+# apt's dry run must not list any of these: they are the driver, which this role never installs
+DRIVER_PACKAGE = re.compile(r"^(nvidia-|libnvidia-|cuda-drivers)")
+
+
+def _simulated(stdout, action):
+    """The package names of `apt-get --simulate`'s lines for an action ('Inst', 'Remv'): `Inst name [old] (new ...)`."""
+    out = []
+    for line in (stdout or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == action:
+            out.append(parts[1])
+    return out
+
+
+def dry_run(result, repo_base_url=""):
+    """The verdict on `apt-get --simulate --no-install-recommends install PACKAGES` (a command result: rc, stdout,
+    stderr): {ok, installs, msg}. Refused: apt cannot plan them, the plan installs a driver package (DRIVER_PACKAGE),
+    or it removes any package (nothing may be lost). msg says what apt would install, or why it is refused and
+    which variables to check."""
+    result = result or {}
+    installs = _simulated(result.get("stdout"), "Inst")
+    drivers = [name for name in installs if DRIVER_PACKAGE.match(name)]
+    removed = _simulated(result.get("stdout"), "Remv")
+    if result.get("rc") != 0:
+        why = (result.get("stderr") or "").strip() or "rc %s" % result.get("rc")
+        msg = "apt cannot plan the pinned packages (%s): check cuda_toolkit_versions, cuda_toolkit_package_versions" % why
+        msg += " and the repository (cuda_toolkit_repo_base_url=%s)" % repo_base_url
+    elif drivers:
+        msg = "the plan would install driver packages (%s): this role never touches the driver; check cuda_toolkit_package_versions" % ", ".join(drivers)
+    elif removed:
+        msg = "the plan would remove %s: nothing may be lost; check cuda_toolkit_versions and cuda_toolkit_package_versions" % ", ".join(removed)
+    else:
+        return {"ok": True, "installs": installs, "msg": "apt would install %d package(s): %s" % (len(installs), ", ".join(installs) or "none (all present)")}
+    return {"ok": False, "installs": installs, "msg": msg}
+
+
 _URL = re.compile(r"^(https?|file):")
 
 

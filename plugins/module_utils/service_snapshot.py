@@ -30,7 +30,8 @@ def same_file(a, b):
 
 def differences(current, snapshot):
     """What differs between the host now ({"files", "link"}) and a manifest: a sorted list of
-    {"path", "now", "good"} with "present"/"absent"/"content"/"mode or owner"/a link target."""
+    {"path", "now", "good"} with "present"/"absent"/"content"/"mode or owner"/a link target. The link is compared
+    only when the host's state has one (its "link" is None when the caller read no link)."""
     out = []
     good_files = snapshot.get("files") or {}
     for path in sorted(set(current.get("files") or {}) | set(good_files)):
@@ -45,14 +46,16 @@ def differences(current, snapshot):
         else:
             out.append({"path": path, "now": "mode or owner", "good": "mode or owner"})
     link, good_link = current.get("link"), snapshot.get("link")
-    if good_link and good_link.get("target") and (link or {}).get("target") != good_link["target"]:
-        out.append({"path": good_link["path"], "now": (link or {}).get("target"), "good": good_link["target"]})
+    if link is not None and good_link and good_link.get("target") and link.get("target") != good_link["target"]:
+        out.append({"path": good_link["path"], "now": link.get("target"), "good": good_link["target"]})
     return out
 
 
 def restore_plan(current, snapshot):
     """The steps that make the host equal to the snapshot, in a safe order: files written or removed first,
-    the venv link last. Each step is ("write", path, entry), ("remove", path, None) or ("link", path, target)."""
+    the venv link last (only when the host's state has one: the sglang_service role reads none and leaves the link
+    to the sglang_venv role's rollback entry). Each step is ("write", path, entry), ("remove", path, None) or
+    ("link", path, target)."""
     steps = []
     good_files = snapshot.get("files") or {}
     for diff in differences(current, snapshot):
@@ -60,8 +63,8 @@ def restore_plan(current, snapshot):
         if good is None:
             continue
         steps.append(("write", diff["path"], good) if good.get("exists") else ("remove", diff["path"], None))
-    good_link = snapshot.get("link")
-    if good_link and good_link.get("target") and (current.get("link") or {}).get("target") != good_link["target"]:
+    good_link, link = snapshot.get("link"), current.get("link")
+    if link is not None and good_link and good_link.get("target") and link.get("target") != good_link["target"]:
         steps.append(("link", good_link["path"], good_link["target"]))
     return steps
 

@@ -196,6 +196,25 @@ def needs_validation(marker, digest, vouched=None):
     return False, "ready for the current inputs"
 
 
+def revalidation(need, toolkit_installed=False, venv_switched=False, units_changed=False, runtime_changed=False):
+    """Why the service is validated again in this run ('' when it is not): the toolkit role installed in this run,
+    the marker does not vouch for the current inputs (need: needs_validation's {needed, why}), the venv role switched
+    `current`, the unit files were written, or the `blackwell_inference runtime changed` topic was notified while a
+    run's tags skipped the role results that say which (the service role's one handler)."""
+    need = need or {}
+    if toolkit_installed:
+        return "the toolkit changed in this run"
+    if need.get("needed"):
+        return need.get("why") or "not ready for the current inputs"
+    if venv_switched:
+        return "the venv changed in this run"
+    if units_changed:
+        return "its units changed in this run"
+    if runtime_changed:
+        return "the toolkit or the venv changed in this run"
+    return ""
+
+
 PHASES = ("serving", "validated", "failed")
 
 
@@ -303,13 +322,21 @@ def last_good_policy(settings, marker, warm, user):
     return {"warm": list(warm or []), "user": user or "", "source": "variables"}
 
 
-def rollback_note(restore, rewarm, health_back, restart, unit, restarted):
+def rollback_note(restore, rewarm, health_back, restart, unit, restarted, venv=None):
     """One sentence of what a rollback did: what was put back, the JIT re-warm, and whether the previous service
-    answers again. restore is service_snapshot's result, health_back service_health's (or a skipped result)."""
+    answers again. restore is service_snapshot's result, health_back service_health's (or a skipped result), venv the
+    sglang_venv role's rollback result sglang_venv_rollback ({path, target, switched, missing}; None when the snapshot
+    had no venv link)."""
     snapshot = (restore or {}).get("snapshot")
     if not snapshot:
         return "no last good state to restore; %s %s" % (unit, "stopped" if restarted else "not restarted")
-    steps = ", ".join((restore or {}).get("restored") or []) or "every file was as it was"
+    steps = list((restore or {}).get("restored") or [])
+    venv = venv if isinstance(venv, dict) else {}
+    if venv.get("missing"):
+        steps.append("link %s NOT put back: the venv %s is gone" % (venv.get("path"), venv.get("target")))
+    elif venv.get("switched"):
+        steps.append("link %s -> %s" % (venv.get("path"), venv.get("target")))
+    steps = ", ".join(steps) or "every file was as it was"
     note = "restored the last good state of %s (%s); %s" % (snapshot.get("time"), steps, rewarm_note(rewarm))
     if not restart:
         return note + "the service was left alone (sglang_service_restart is false)"

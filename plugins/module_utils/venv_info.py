@@ -280,11 +280,11 @@ def inputs_plan(host, root, options, prune=None):
     return out
 
 
-def current(meta, root, inputs_hash, changed):
+def current(meta, root, inputs_hash, changed, switched=False):
     """sglang_venv_current, the venv role's result, from the marker (.blackwell-venv.json, parsed; {} or None when
     there is none) of the venv current points at: path (the stable link), dir, hash, versions, torch_cuda, patches,
-    no_deps, pip_check_set_aside, matches_inputs (it is the venv of these inputs: inputs_hash) and changed (built,
-    switched or pruned in this run, as the role says)."""
+    no_deps, pip_check_set_aside, matches_inputs (it is the venv of these inputs: inputs_hash), changed (built,
+    switched or pruned in this run, as the role says) and switched (current moved in this run)."""
     meta = meta if isinstance(meta, dict) else {}
     return {
         "path": "%s/current" % root,
@@ -297,6 +297,7 @@ def current(meta, root, inputs_hash, changed):
         "pip_check_set_aside": meta.get("pip_check_set_aside", 0),
         "matches_inputs": meta.get("hash", "") == inputs_hash,
         "changed": bool(changed),
+        "switched": bool(switched),
     }
 
 

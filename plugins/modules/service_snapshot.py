@@ -14,10 +14,11 @@ description:
     link points. O(state=saved) copies them (content, mode, owner, or the fact that a file is absent) into O(store),
     replacing the previous snapshot in one rename (O(store) is a symlink to it), so a play killed at any step leaves
     a whole snapshot behind.
-  - O(state=restored) makes the host equal to the snapshot again, byte for byte, and re-points the venv link;
-    it reports what it put back. O(state=inspect) only compares.
+  - O(state=restored) makes the host equal to the snapshot again, byte for byte, and re-points the venv link when
+    O(link) is given; it reports what it put back. O(state=inspect) only compares.
   - The sglang_service role saves a snapshot only once the restarted service has answered its health check, and
-    restores it after a failed smoke or a failed health check.
+    restores its files after a failed smoke or a failed health check; the sglang_venv role's C(rollback) entry puts
+    the venv link back (the snapshot's C(link) in the result names it).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -31,7 +32,9 @@ options:
     elements: path
     required: true
   link:
-    description: The venv symlink of the service.
+    description:
+      - The venv symlink of the service. Recorded with O(state=saved); compared, and re-pointed with O(state=restored),
+        only when given.
     type: path
   link_target:
     description: With O(state=saved), record this as the link's target instead of where it points now.

@@ -1,5 +1,7 @@
 """The package plan of the cuda_toolkit role: exact pins, config-common first, no driver, no floating metas."""
 
+import pathlib
+
 import pytest
 import yaml
 
@@ -518,3 +520,50 @@ def test_jit_ready_needs_curand_headers_and_the_driver_stubs():
     assert cp.jit_ready({"has_curand_headers": True, "has_driver_stubs": True}) is True
     assert cp.jit_ready({"has_curand_headers": True, "has_driver_stubs": False}) is False
     assert cp.jit_ready({"has_driver_stubs": True}) is False
+
+
+def _simulate(name, rc=0):
+    """`apt-get --simulate --no-install-recommends install ...` as this Debian 12 machine answered it (data/)."""
+    data = pathlib.Path(__file__).parent / "data"
+    if rc:
+        return {"rc": rc, "stdout": (data / (name + ".out")).read_text(), "stderr": (data / (name + ".err")).read_text()}
+    return {"rc": 0, "stdout": (data / (name + ".txt")).read_text(), "stderr": ""}
+
+
+def test_dry_run_lists_what_apt_would_install_and_upgrade():
+    assert cp.dry_run(_simulate("apt-simulate-hello")) == {"ok": True, "installs": ["hello"], "msg": "apt would install 1 package(s): hello"}
+    # an upgrade's line carries the installed version in brackets: the name is still the second field
+    assert cp.dry_run(_simulate("apt-simulate-upgrade"))["installs"] == ["base-files"]
+    assert cp.dry_run({"rc": 0, "stdout": "Reading package lists...\n", "stderr": ""})["msg"] == "apt would install 0 package(s): none (all present)"
+
+
+def test_dry_run_refuses_a_plan_that_removes_a_package():
+    got = cp.dry_run(_simulate("apt-simulate-sysvinit-removes"))
+    assert not got["ok"] and got["installs"] == ["insserv", "startpar", "sysv-rc", "initscripts", "sysvinit-core"]
+    assert got["msg"].startswith("the plan would remove at-spi2-core, gsettings-desktop-schemas, dconf-gsettings-backend, ")
+    assert got["msg"].endswith(": nothing may be lost; check cuda_toolkit_versions and cuda_toolkit_package_versions")
+
+
+def test_dry_run_refuses_what_apt_cannot_plan_naming_the_repository():
+    got = cp.dry_run(_simulate("apt-simulate-unknown", rc=100), "file:/srv/cuda-mirror")
+    assert not got["ok"] and got["msg"] == (
+        "apt cannot plan the pinned packages (E: Unable to locate package nosuchpkg-xyz): check cuda_toolkit_versions,"
+        " cuda_toolkit_package_versions and the repository (cuda_toolkit_repo_base_url=file:/srv/cuda-mirror)"
+    )
+    assert cp.dry_run({"rc": 100, "stdout": "", "stderr": ""})["msg"].startswith("apt cannot plan the pinned packages (rc 100)")
+
+
+@pytest.mark.parametrize("name", ["nvidia-driver-580-open", "libnvidia-compute-580", "cuda-drivers", "cuda-drivers-580"])
+def test_dry_run_refuses_a_driver_package(name):
+    # hello's real line, the package renamed: this machine has no NVIDIA repository to plan a driver from
+    stdout = _simulate("apt-simulate-hello")["stdout"].replace("Inst hello ", "Inst %s " % name)
+    got = cp.dry_run({"rc": 0, "stdout": stdout, "stderr": ""})
+    assert not got["ok"] and got["msg"] == (
+        "the plan would install driver packages (%s): this role never touches the driver; check cuda_toolkit_package_versions" % name
+    )
+
+
+def test_dry_run_lets_the_toolkit_packages_through():
+    # cuda-driver-dev (the stubs) and the toolkit's own packages are no driver
+    stdout = "Inst cuda-driver-dev-13-0 (13.0.96-1 lab-mirror [amd64])\nInst cuda-nvcc-13-0 (13.0.88-1 lab-mirror [amd64])\n"
+    assert cp.dry_run({"rc": 0, "stdout": stdout, "stderr": ""})["ok"]

@@ -56,6 +56,13 @@ def test_restore_plan(now, steps):
     assert bool(snap.differences(now, GOOD)) == bool(steps)
 
 
+def test_without_a_link_read_the_link_is_neither_compared_nor_put_back():
+    # the service role restores the files only; the sglang_venv role's rollback entry moves the link
+    now = {"files": {DROPIN: snap.entry(True, B, 0o644, 0, 0), VALIDATE: GOOD["files"][VALIDATE], SECRETS: snap.entry(False)}, "link": None}
+    assert snap.restore_plan(now, GOOD) == [("write", DROPIN, GOOD["files"][DROPIN])]
+    assert [d["path"] for d in snap.differences(now, GOOD)] == [DROPIN]
+
+
 def test_a_file_the_snapshot_does_not_know_is_left_alone():
     now = state(dict(GOOD["files"], **{"/etc/other": snap.entry(True, B, 0o644, 0, 0)}), "/opt/sglang/venvs/old")
     assert snap.restore_plan(now, GOOD) == [] and snap.differences(now, GOOD) == []

@@ -306,7 +306,12 @@ def test_state(marker_ready, current, health, live, expected):
     assert ss.state(marker_ready, current, health, live) == expected
 
 
-RESTORE = {"snapshot": {"time": "2026-12-01T02:00:52Z"}, "restored": ["link /opt/sglang/current -> /opt/sglang/venvs/a"]}
+RESTORE = {"snapshot": {"time": "2026-12-01T02:00:52Z"}, "restored": ["write /etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"]}
+# the sglang_venv role's rollback result (its tasks_from: rollback)
+VENV_BACK = {"path": "/opt/sglang/current", "target": "/opt/sglang/venvs/a", "switched": True, "missing": False}
+VENV_AS_WAS = dict(VENV_BACK, switched=False)
+VENV_GONE = dict(VENV_BACK, switched=False, missing=True)
+DROPIN_BACK = "write /etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
 SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
 REWARMED = {"changed": True, "steps": {"warm": {"modules": [{"name": "sampling", "compiled": True}]}}}
 WARM = {"changed": False, "steps": {"warm": {"modules": [{"name": "sampling", "compiled": False}]}}}
@@ -316,19 +321,21 @@ NOT_BACK = {"failed": True, "status": -1, "msg": "did not answer http://h/health
 
 
 @pytest.mark.parametrize(
-    "restore,rewarm,back,restart,restarted,expected",
+    "restore,venv,rewarm,back,restart,restarted,expected",
     [
         (
             RESTORE,
+            VENV_BACK,
             REWARMED,
             BACK,
             True,
             True,
-            "restored the last good state of 2026-12-01T02:00:52Z (link /opt/sglang/current -> /opt/sglang/venvs/a); "
+            "restored the last good state of 2026-12-01T02:00:52Z (" + DROPIN_BACK + ", link /opt/sglang/current -> /opt/sglang/venvs/a); "
             "its JIT cache re-warmed (compiled sampling); the previous service answers again",
         ),
         (
             dict(RESTORE, restored=[]),
+            VENV_AS_WAS,
             WARM,
             BACK,
             True,
@@ -338,16 +345,19 @@ NOT_BACK = {"failed": True, "status": -1, "msg": "did not answer http://h/health
         ),
         (
             RESTORE,
+            VENV_GONE,
             REWARM_FAILED,
             NOT_BACK,
             True,
             True,
-            "restored the last good state of 2026-12-01T02:00:52Z (link /opt/sglang/current -> /opt/sglang/venvs/a); "
+            "restored the last good state of 2026-12-01T02:00:52Z (" + DROPIN_BACK + ", "
+            "link /opt/sglang/current NOT put back: the venv /opt/sglang/venvs/a is gone); "
             "its JIT cache could NOT be re-warmed (FlashInfer's JIT warm-up failed in the service environment: curand.h: No such file or directory); "
             "the previous service does NOT answer either: it did not answer http://h/health: the unit is failed and will not be restarted after 1 s (...)",
         ),
         (
-            RESTORE,
+            dict(RESTORE, restored=[]),
+            VENV_BACK,
             SKIPPED,
             SKIPPED,
             False,
@@ -355,12 +365,12 @@ NOT_BACK = {"failed": True, "status": -1, "msg": "did not answer http://h/health
             "restored the last good state of 2026-12-01T02:00:52Z (link /opt/sglang/current -> /opt/sglang/venvs/a); "
             "the service was left alone (sglang_service_restart is false)",
         ),
-        ({"snapshot": None, "restored": []}, SKIPPED, SKIPPED, True, True, "no last good state to restore; sglang-k26.service stopped"),
-        ({"snapshot": None, "restored": []}, SKIPPED, SKIPPED, True, False, "no last good state to restore; sglang-k26.service not restarted"),
+        ({"snapshot": None, "restored": []}, None, SKIPPED, SKIPPED, True, True, "no last good state to restore; sglang-k26.service stopped"),
+        ({"snapshot": None, "restored": []}, None, SKIPPED, SKIPPED, True, False, "no last good state to restore; sglang-k26.service not restarted"),
     ],
 )
-def test_rollback_note(restore, rewarm, back, restart, restarted, expected):
-    assert ss.rollback_note(restore, rewarm, back, restart, "sglang-k26.service", restarted) == expected
+def test_rollback_note(restore, venv, rewarm, back, restart, restarted, expected):
+    assert ss.rollback_note(restore, rewarm, back, restart, "sglang-k26.service", restarted, venv) == expected
 
 
 def _slurped(settings):
@@ -467,3 +477,28 @@ def test_the_fingerprint_is_inputs_digest_and_need_in_one():
         needed, why = ss.needs_validation(m, digest, inputs)
         assert got == {"inputs": inputs, "digest": digest, "need": {"needed": needed, "why": why}}
     assert service_plan.fingerprint(marker, CT200_FACTS, *args)["need"]["needed"] is False
+
+
+NEED = {"needed": True, "why": "validated inputs differ from the current ones (venv)"}
+READY = {"needed": False, "why": "ready for the current inputs"}
+
+
+@pytest.mark.parametrize(
+    "need,changes,why",
+    [
+        (READY, {}, ""),
+        (None, {}, ""),
+        # an install comes first: the marker may still vouch for the same versions (a reinstall after a removal)
+        (READY, {"toolkit_installed": True}, "the toolkit changed in this run"),
+        (NEED, {"toolkit_installed": True, "venv_switched": True}, "the toolkit changed in this run"),
+        # the marker names what changed; a switch alone says so when the marker still vouches for the inputs
+        (NEED, {"venv_switched": True}, NEED["why"]),
+        (READY, {"venv_switched": True, "units_changed": True}, "the venv changed in this run"),
+        (READY, {"units_changed": True, "runtime_changed": True}, "its units changed in this run"),
+        # the topic was notified while the run's tags skipped the roles' results
+        (READY, {"runtime_changed": True}, "the toolkit or the venv changed in this run"),
+        ({"needed": True, "why": ""}, {}, "not ready for the current inputs"),
+    ],
+)
+def test_revalidation(need, changes, why):
+    assert ss.revalidation(need, **changes) == why

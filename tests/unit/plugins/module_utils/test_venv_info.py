@@ -396,8 +396,12 @@ def test_current_is_the_role_result_from_the_marker():
         "pip_check_set_aside": 2,
         "matches_inputs": True,
         "changed": False,
+        "switched": False,
     }
     assert vi.current(marker, "/opt/sglang", "0123456789abcdef", True)["matches_inputs"] is False
+    # a build or a prune changes the role's result, only a moved link is a switch
+    assert vi.current(marker, "/opt/sglang", "119f0a510a34ff5f", True)["switched"] is False
+    assert vi.current(marker, "/opt/sglang", "119f0a510a34ff5f", True, True)["switched"] is True
     # no marker (no complete venv yet, or check mode before the first build)
     none = vi.current(None, "/opt/sglang", "119f0a510a34ff5f", False)
     assert none["hash"] is None and none["dir"] == "/opt/sglang/venvs/" and none["versions"] == {} and none["matches_inputs"] is False
