@@ -93,6 +93,8 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     # the journal since that start was read (argparse's message is there) and names no known cause for a flag error
     assert "its journal says why" not in flat
     assert "restored the last good state of" in out and "link /opt/sglang/current -> %s" % good in out
+    # the venv role's own rollback entry moved the link back (its journal line), not the service role
+    assert "sglang venv rolled back: /opt/sglang/current -> %s" % good in run("journalctl -t blackwell-inference --no-pager -o cat")
     # B warmed its own JIT workspace: the last good venv's stayed warm, so the rollback compiles nothing
     assert "its JIT cache re-warmed (nothing to compile); the previous service answers again" in flat, flat[-3000:]
     ws_good = "/var/cache/sglang/jit/" + os.path.basename(good)
