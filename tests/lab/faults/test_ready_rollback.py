@@ -5,6 +5,7 @@ asserted to have hit (the server really refused its flag, the smoke really faile
 the step it was killed in). Each test starts from a fresh copy of the converged image (`fresh`).
 """
 
+import json
 import os
 import re
 import signal
@@ -144,6 +145,25 @@ def test_smoke_failure_with_changed_units_leaves_every_file_byte_identical(run):
     finally:
         run("test -e %s || mv /root/curand.h.away %s" % (CURAND, CURAND))
     verify_says_not_ready("not validated")  # the toolkit is whole again; the failed change is still not vouched for
+
+
+def test_a_last_good_venv_that_is_gone_is_not_pointed_at_and_the_failure_says_so(run):
+    pid, before = serving(run), files(run)
+    current, gone = before[1].strip(), "/opt/sglang/venvs/0000000000000000"
+    # the fault: the last good snapshot names a venv that is no longer there (as after an operator removed it by hand)
+    run("python3 -c \"import json; p = '%s/manifest.json'; m = json.load(open(p)); m['link']['target'] = '%s'; json.dump(m, open(p, 'w'))\"" % (SNAPSHOT, gone))
+    assert json.loads(run("cat %s/manifest.json" % SNAPSHOT))["link"]["target"] == gone and run("test -e %s || echo gone" % gone).strip() == "gone"
+    rc, out, _recap = playbook("--tags", "sglang_service", extra_vars=BAD_FLAG)
+    no_traceback(out)
+    assert the_bad_flag_was_refused(run), "the fault did not hit: the server never ran with the bad flag"
+    flat = " ".join(out.split())
+    assert rc != 0 and "link /opt/sglang/current NOT put back: the venv %s is gone" % gone in flat, out[-4000:]
+    # the venv role's rollback entry left the link on a venv that is there (never a dangling link), and logged nothing
+    assert run("readlink /opt/sglang/current").strip() == current and run("test -x /opt/sglang/current/bin/python && echo y").strip() == "y"
+    assert "sglang venv rolled back" not in run("journalctl -t blackwell-inference --no-pager -o cat")
+    # the files were put back and the previous state answers again on the venv it ran from
+    assert "the previous service answers again" in flat, flat[-3000:]
+    assert files(run) == before and serving(run) != pid
 
 
 def kill_play_at(run, task, condition, what, *args, extra_vars=None):
