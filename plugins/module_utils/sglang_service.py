@@ -200,7 +200,7 @@ def revalidation(need, toolkit_installed=False, venv_switched=False, units_chang
     """Why the service is validated again in this run ('' when it is not): the toolkit role installed in this run,
     the marker does not vouch for the current inputs (need: needs_validation's {needed, why}), the venv role switched
     `current`, the unit files were written, or the `blackwell_inference runtime changed` topic was notified while a
-    run's tags skipped the role results that say which (the service role's one handler)."""
+    run's tags skipped the role results that say which (the toolkit and venv roles' listeners set a literal)."""
     need = need or {}
     if toolkit_installed:
         return "the toolkit changed in this run"

@@ -70,17 +70,17 @@ def run(host):
     return _run
 
 
-def playbook_command(*args, extra_vars=None):
-    """(argv, env) of site.yml against ct200 from the controller."""
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, "site.yml", "-l", "ct200", *args]
+def playbook_command(*args, extra_vars=None, play="site.yml"):
+    """(argv, env) of site.yml (or another play, relative to the project) against ct200 from the controller."""
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY, play, "-l", "ct200", *args]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
     return cmd, lab_env()
 
 
-def playbook(*args, extra_vars=None):
-    """Run site.yml against ct200; (rc, output, recap dict of ct200)."""
-    cmd, env = playbook_command(*args, extra_vars=extra_vars)
+def playbook(*args, extra_vars=None, play="site.yml"):
+    """Run site.yml (or another play) against ct200; (rc, output, recap dict of ct200)."""
+    cmd, env = playbook_command(*args, extra_vars=extra_vars, play=play)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     out = proc.stdout + proc.stderr
     m = re.search(r"^ct200\s+:\s+(.*)$", out, re.M)

@@ -72,6 +72,17 @@ def test_changed_pin_builds_a_new_venv_and_switches_after_its_check(run):
     assert run("test -d %s && echo kept" % old).strip() == "kept"  # the previous venv stays
 
 
+def test_the_venv_role_in_a_play_of_its_own_switches_and_notifies_without_the_service_role(run):
+    # the venv of the lab's inputs (with SGLang) is still there (kept), current is on the changed pin's: a switch back, no build
+    lab = [v for v in run("ls /opt/sglang/venvs").split() if "sglang" in meta(run, "/opt/sglang/venvs/" + v)["versions"]]
+    assert len(lab) == 1 and current(run) != "/opt/sglang/venvs/" + lab[0], "the fault did not hit: current is on the lab's venv"
+    rc, out, recap = playbook(play="tests/lab/plays/sglang_venv_alone.yml")
+    assert rc == 0 and recap["changed"] > 0 and "was not found" not in out, out[-4000:]
+    assert "Install the pinned packages" not in out and current(run) == "/opt/sglang/venvs/" + lab[0]
+    assert "RUNNING HANDLER [blackwell.inference.sglang_venv : Remember that the toolkit or the venv the services run on changed]" in out
+    assert "sglang venv switched to /opt/sglang/venvs/%s" % lab[0] in run("journalctl -t blackwell-inference --no-pager -o cat")
+
+
 def test_broken_set_fails_clearly_and_leaves_the_old_venv_current(run):
     old = current(run)
     rc, out, recap = playbook(

@@ -97,10 +97,19 @@ def test_mirror_gone_mid_run_retries_then_fails_clearly_and_nothing_is_half_inst
     finally:
         run("umount /srv/cuda-mirror")
     rc, out, _recap = playbook()
-    # the reinstall notifies cuda_toolkit changed before the service's facts exist: it still revalidates the service
+    # the reinstall (cuda_toolkit_installed; it notifies blackwell_inference runtime changed) revalidates the service
     assert rc == 0 and "needs a validation of sglang-k26.service: the toolkit changed in this run" in out and "state: validated and serving" in out, out[-4000:]
     back_and_held(run)
     serving(run)
+
+
+def test_the_toolkit_role_in_a_play_of_its_own_installs_and_notifies_without_the_service_role(run):
+    remove_pinned_package(run)  # the fault: a pinned package gone, so the role installs and notifies its topic
+    rc, out, recap = playbook(play="tests/lab/plays/cuda_toolkit_alone.yml")
+    no_traceback(out)
+    assert rc == 0 and recap["changed"] > 0 and "was not found" not in out, out[-4000:]
+    assert "RUNNING HANDLER [blackwell.inference.cuda_toolkit : Remember that the toolkit or the venv the services run on changed]" in out
+    back_and_held(run)
 
 
 # -- another apt/dpkg holding the lock --------------------------------------------------------------
