@@ -4,7 +4,14 @@
 from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible_collections.blackwell.inference.plugins.module_utils import service_health, service_http, service_list, service_plan, sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils import (
+    service_health,
+    service_http,
+    service_list,
+    service_plan,
+    sglang_service,
+    systemd_devices,
+)
 from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import guard
 
 
@@ -21,6 +28,17 @@ def verdict(smoke, ready_without_launch):
 def needs_validation(marker, digest, vouched=None):
     needed, why = sglang_service.needs_validation(marker, digest, vouched)
     return {"needed": needed, "why": why}
+
+
+def device_allow(access="rw"):
+    """The units' DeviceAllow= values (module_utils/systemd_devices.py: DEVICE_ALLOW), each with access."""
+    return systemd_devices.allow_entries(str(access))
+
+
+def device_refusal(blackwell_cuda, source="/proc/devices"):
+    """'' when the units' DeviceAllow= rules would let CUDA open the GPUs nvidia-smi answers with; else why not."""
+    facts = blackwell_cuda or {}
+    return systemd_devices.refusal(facts.get("device_majors"), bool(facts.get("gpus")), source=source) or ""
 
 
 class FilterModule:
@@ -52,4 +70,6 @@ class FilterModule:
             "sglang_service_sample_refusal": sample_refusal,
             "sglang_service_fingerprint_checksums": service_plan.fingerprint_checksums,
             "sglang_service_fingerprint": service_plan.fingerprint,
+            "sglang_service_device_allow": device_allow,
+            "sglang_service_device_refusal": device_refusal,
         }
