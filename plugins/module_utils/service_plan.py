@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils import paths, service_health, service_list, sglang_rules, sglang_service, values
+from ansible_collections.blackwell.inference.plugins.module_utils import paths, service_health, service_list, sglang_rules, sglang_service, unit_command, values
 
 
 def arch_choice(target_archs, sglang=None, override=""):
@@ -131,8 +131,9 @@ def summary(marker, facts):
     fleet table), from the marker as it was before the run and what the run found. facts: unit, mode, environment,
     need (needs_validation), probe_health (the preflight's look), health_now (the health check's result; skipped
     when the look stood), live_smoke (--tags verify's jit_smoke result; None or skipped when it did not run),
-    ready_without_launch, verdict and smoke (this run's validation; None when none ran), unit_show (the unit as read)
-    and command (the service's argv). The readiness is sglang_service.readiness over the health that counts now."""
+    ready_without_launch, verdict and smoke (this run's validation; None when none ran), unit_show (the unit as read),
+    command (the service's argv) and foreign (the plan's: another file of the unit overrides what the role set, so
+    the host is not ready). The readiness is sglang_service.readiness over the health that counts now."""
     marker = marker or {}
     health_now = facts.get("health_now")
     health = (facts.get("probe_health") if _skipped(health_now) else health_now) or {}
@@ -154,6 +155,8 @@ def summary(marker, facts):
     command = {"source": unit_show.get("source"), "argv": facts.get("command")}
     if unit_show.get("replaced"):
         command["old"] = unit_show.get("old")
+    if facts.get("foreign"):  # what systemd runs is not what was validated, whatever the marker and the health say
+        readiness = {"ready": False, "state": "not as validated", "reason": facts["foreign"]}
     return {
         "unit": facts.get("unit"),
         "mode": facts.get("mode"),
@@ -181,9 +184,12 @@ def probe_environment(environment, cuda_home, venv, arch_list=""):
     return env
 
 
-def plan(facts, cuda_home, venv, cache_dir, arch_list="", build_log="", ld_library_path=(), extra=None, check_mode=False):
+def plan(facts, cuda_home, venv, cache_dir, arch_list="", build_log="", ld_library_path=(), extra=None, check_mode=False, unit=None, mode=None):
     """{error} for the first refusal, else {error: None, archs, arch_source, env, venv_target, versions, toolkit}.
-    A sglang_service_environment that sets a derived key raises ValueError (named by sglang_service.environment)."""
+    A sglang_service_environment that sets a derived key raises ValueError (named by sglang_service.environment).
+    unit: the unit as unit_command.read() read it; another file of it that changes the environment or the command the
+    role sets (an operator's later drop-in) is named in `foreign` (foreign_refusal; None when none): the role changes
+    nothing of the service then, and the summary says NOT READY with it."""
     refusal = flashinfer_refusal(facts, cuda_home, venv, arch_list, check_mode)
     if refusal:
         return {"error": refusal}
@@ -193,15 +199,33 @@ def plan(facts, cuda_home, venv, cache_dir, arch_list="", build_log="", ld_libra
         return {"error": choice["error"]}
     found = facts.get("venv") or {}
     target = found.get("target") or venv  # the venv the link points at: FlashInfer's workspace is that venv's own
+    env = sglang_service.environment(cuda_home, venv, cache_dir, choice["archs"], build_log, ld_library_path, extra, target)
     return {
         "error": None,
+        "foreign": foreign_refusal(unit, env, mode),
         "archs": choice["archs"],
         "arch_source": choice["source"],
-        "env": sglang_service.environment(cuda_home, venv, cache_dir, choice["archs"], build_log, ld_library_path, extra, target),
+        "env": env,
         "venv_target": target,
         "versions": found.get("packages") or {},
         "toolkit": {"cuda_home": cuda_home, "cuda_version": fi.get("cuda_version")},
     }
+
+
+def foreign_refusal(unit, env, mode=None):
+    """Why the unit would not run what the role validates (None: it would): the files of the unit other than the role's
+    own that override the environment or the command the role sets, each named with what it sets. The role never edits
+    or removes such a file; the host is not ready until the operator does."""
+    unit = unit or {}
+    own_exec = {"dropin": "dropin", "unit": "unit"}.get(mode) if unit.get("source") != "none" else None
+    found = unit_command.environment_conflicts(unit.get("environment_steps") or [], env, unit.get("environment_files"), own_exec)
+    if not found:
+        return None
+    return (
+        "The service would not run as the role sets it up and validates it: %s. The role does not change or remove "
+        "another file of the unit: remove or fix it (then systemctl daemon-reload), or set the value through the role's "
+        "variables." % "; ".join(found)
+    )
 
 
 def fingerprint_checksums(files, written, observed, reread=False):

@@ -8,14 +8,20 @@ fragment and drop-ins (in systemd's order, the role's own drop-in left out)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import re
+
+from ansible_collections.blackwell.inference.plugins.module_utils import systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang_service import MANAGED_KEYS
 
 _PREFIXES = "-@:+!|"
 _ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"', "'": "'", "s": " "}
 _VENV_BIN = re.compile(r"^(?P<venv>/.+)/bin/(?P<exe>[^/]+)$")
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+# what an environment file sets that is shown in a conflict (the rest is compared by digest: it may be a secret)
+SHOWN_KEYS = frozenset(MANAGED_KEYS) | {"CUDA_PATH", "CUDA_VISIBLE_DEVICES", "FLASHINFER_NVCC", "NVCC"}
 
 
 class UnitCommandError(ValueError):
@@ -57,30 +63,142 @@ def split_words(value):
     return words
 
 
+def settings(text):
+    """(section, key, value) of each assignment in a unit file's text, continuation lines joined, comments skipped."""
+    section = None
+    for raw in (text or "").replace("\\\n", " ").splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            section = line.strip("[]").strip()
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            yield section, key.strip(), value.strip()
+
+
 def exec_start(files):
     """The effective ExecStart of a Type=simple service from its files [(path, text)] in systemd's order: the last
     assignment wins and an empty one resets. Returns (argv, path of the file that set it) or (None, None)."""
     argv, source = None, None
     for path, text in files:
-        section = None
-        lines = (text or "").replace("\\\n", " ").splitlines()
-        for raw in lines:
-            line = raw.strip()
-            if not line or line[0] in "#;":
+        for section, key, value in settings(text):
+            if section != "Service" or key != "ExecStart":
                 continue
-            if line.startswith("["):
-                section = line.strip("[]").strip()
-                continue
-            key, sep, value = line.partition("=")
-            if section != "Service" or not sep or key.strip() != "ExecStart":
-                continue
-            value = value.strip()
             if not value:
                 argv, source = None, path
                 continue
             words = split_words(value.lstrip(_PREFIXES))
             argv, source = (words, path) if words else (None, path)
     return argv, source
+
+
+def environment_steps(files, fragment, own):
+    """What the unit's files other than the role's own drop-in do to the service's environment and command, in systemd's
+    order: [{file, late, dropin, kind, key, value}]. kind: set (Environment=), reset (an empty Environment=), unset
+    (UnsetEnvironment=, value None or the KEY=VALUE form's value), env_file (EnvironmentFile=: key is its path, value
+    whether a missing file is ignored) or exec_start. late: the file applies after the role's drop-in (own: its path;
+    systemd applies drop-ins in the order of their file names)."""
+    own_name = posixpath.basename(own) if own else None
+    steps = []
+    for path, text in files:
+        dropin = path != fragment
+        late = dropin and own_name is not None and posixpath.basename(path) > own_name
+        base = {"file": path, "late": late, "dropin": dropin}
+        for section, key, value in settings(text):
+            if section != "Service":
+                continue
+            if key == "Environment":
+                if not value:
+                    steps.append(dict(base, kind="reset", key=None, value=None))
+                for word in _words(value):
+                    name, sep, val = word.partition("=")
+                    if sep and name:
+                        steps.append(dict(base, kind="set", key=name, value=val.replace("%%", "%")))
+            elif key == "UnsetEnvironment":
+                for word in _words(value):
+                    name, sep, val = word.partition("=")
+                    steps.append(dict(base, kind="unset", key=name, value=val if sep else None))
+            elif key == "EnvironmentFile" and value:
+                ignore = value.startswith("-")
+                steps.append(dict(base, kind="env_file", key=value.lstrip("-").replace("%%", "%"), value=ignore))
+            elif key == "ExecStart":
+                steps.append(dict(base, kind="exec_start", key=None, value=value))
+    return steps
+
+
+def _words(value):
+    try:
+        return split_words(value)
+    except UnitCommandError:
+        return value.split()
+
+
+def environment_conflicts(steps, env, env_files=None, own_exec=None):
+    """Sentences, one per setting, for what the unit's other files change of what the role sets ([] when nothing): the
+    environment `env` the role's drop-in writes, and its ExecStart (own_exec: 'dropin' when the drop-in sets it, 'unit'
+    when the role's unit file does, None when the role sets none). steps: environment_steps(); env_files: {path: {key:
+    {value, digest}}} as read() returns them (a value read from an environment file is shown only for the keys systemd
+    and FlashInfer look at, else compared by digest). systemd's rules: Environment= assignments in file order (an empty
+    one resets the list), then EnvironmentFile= contents over them, then UnsetEnvironment=."""
+    env_files = env_files or {}
+    state = {}
+
+    def apply(step):
+        if step["kind"] == "reset":
+            for key in list(state):
+                state[key] = (None, "%s resets Environment=" % step["file"])
+        elif step["kind"] == "set":
+            state[step["key"]] = (_plain(step["value"]), "%s sets %s=%s" % (step["file"], step["key"], step["value"]))
+
+    for step in steps:
+        if not step["late"]:
+            apply(step)
+    state.update({str(k): (_plain(v), None) for k, v in (env or {}).items()})
+    for step in steps:
+        if step["late"]:
+            apply(step)
+    for step in steps:
+        if step["kind"] != "env_file":
+            continue
+        for key, read in sorted((env_files.get(step["key"]) or {}).items()):
+            shown = read.get("value")
+            what = "%s=%s" % (key, shown) if shown is not None else "%s (value not shown)" % key
+            state[key] = (read, "%s (EnvironmentFile= of %s) sets %s" % (step["key"], step["file"], what))
+    for step in steps:
+        if step["kind"] == "unset" and step["key"] in state:
+            now = state[step["key"]][0]
+            if step["value"] is None or (now is not None and now.get("value") == step["value"]):
+                state[step["key"]] = (None, "%s unsets %s" % (step["file"], step["key"]))
+    out = []
+    for key, value in sorted((env or {}).items()):
+        got, source = state.get(key, (None, None))
+        if source and (got is None or got["digest"] != _digest(str(value))):
+            out.append("%s (the role sets %s=%s)" % (source, key, value))
+    for step in steps:
+        if step["kind"] == "exec_start" and ((own_exec == "dropin" and step["late"]) or (own_exec == "unit" and step["dropin"])):
+            out.append(
+                "%s sets ExecStart=%s (the role's %s sets the service's command)" % (step["file"], step["value"], "drop-in" if own_exec == "dropin" else "unit")
+            )
+    return out
+
+
+def _digest(value):
+    return hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _plain(value):
+    return {"value": value, "digest": _digest(value)}
+
+
+def read_env_file(text, shown=SHOWN_KEYS):
+    """An EnvironmentFile's assignments as {key: {value, digest}}: the value only for the keys in `shown` (the file may
+    hold secrets), the digest of every value to compare with."""
+    out = {}
+    for key, value in systemd_env.parse_env_file(text).items():
+        out[key] = {"value": value if key in shown else None, "digest": _digest(value)}
+    return out
 
 
 def unit_venv(argv):
@@ -181,7 +299,7 @@ def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, 
     variables = {"host": host, "port": port}
     if result["load_state"] != "loaded":  # nothing to read; the caller refuses a drop-in for a unit that is not there
         result.update(unit_argv=None, set_by=None, argv=list(command), source="variables" if command else "none", old=None, replaced=False)
-        result["listen"] = variables
+        result.update(listen=variables, environment_steps=[], environment_files={})
         return result
     files = []
     for path in paths:
@@ -194,6 +312,16 @@ def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, 
     except UnitCommandError as exc:
         raise UnitReadError("%s: %s" % (unit, exc), result) from exc
     result.update(unit_argv=unit_argv, set_by=set_by)
+    # what the other files do to the environment and command the role's drop-in sets (environment_conflicts decides)
+    steps = environment_steps(files, props.get("FragmentPath", ""), sorted(excluded)[0] if excluded else None)
+    env_files = {}
+    for step in steps:
+        if step["kind"] == "env_file" and step["key"] not in env_files:
+            try:
+                env_files[step["key"]] = read_env_file(read_text(step["key"]))
+            except OSError:
+                env_files[step["key"]] = {}
+    result.update(environment_steps=steps, environment_files=env_files)
     if not command and not keep:
         result.update(argv=[], source="none", old=unit_argv, replaced=False, listen=variables)
         return result

@@ -13,6 +13,8 @@ description:
   - Reads the unit's state from systemd (C(systemctl show)) and its effective C(ExecStart) from its own files - the
     fragment and its drop-ins in systemd's order, those in O(exclude) left out (the role's own drop-in, so a rerun
     derives the same command) - with systemd's quoting, continuation lines and C(ExecStart=) resets.
+  - Also returns what those files do to the service's environment (C(Environment=), C(EnvironmentFile=),
+    C(UnsetEnvironment=)) and command, with the file of each, so an operator's later drop-in can be named.
   - Without O(command) the unit's own command is kept, every flag of it, with only its interpreter (a venv's
     C(bin/python*) or console script) moved to the same name in O(venv). A command that does not start in a venv (a
     system python, a wrapper script) cannot be moved and fails, naming the variable to set.
@@ -134,6 +136,23 @@ listen:
   returned: always
   type: dict
   sample: {host: 0.0.0.0, port: 30000}
+environment_steps:
+  description: >-
+    What the unit's other files (every file but those in O(exclude)) do to the service's environment and command, in
+    systemd's order, for the role to see an operator's later drop-in. Each step has C(file), C(dropin), C(late) (the
+    file applies after the excluded drop-in: its name sorts after it), C(kind) (C(set), C(reset), C(unset),
+    C(env_file), C(exec_start)), C(key) and C(value).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{file: /etc/systemd/system/sglang-k26.service.d/90-local.conf, dropin: true, late: true, kind: set, key: CUDA_HOME,
+            value: /usr/local/cuda-12.8}]
+environment_files:
+  description: >-
+    What each C(EnvironmentFile=) of those files sets, C({path: {key: {value, digest}}}); the value only for the keys
+    CUDA and FlashInfer read (an environment file may hold secrets), the sha256 of every value.
+  returned: always
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule

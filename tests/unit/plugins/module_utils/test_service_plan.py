@@ -187,3 +187,30 @@ def test_the_environment_variable_refusal_names_it_and_the_derived_keys(environm
         assert got == ""
     else:
         assert got.startswith("sglang_service_environment: ") and ("CUDA_HOME, PATH, FLASHINFER_CUDA_ARCH_LIST" in got or "mapping" in got), got
+
+
+def test_an_operators_later_drop_in_is_named_with_the_plan_kept_and_the_summary_is_not_ready():
+    local = "/etc/systemd/system/sglang-k26.service.d/90-local.conf"
+    steps = [
+        {"file": local, "late": True, "dropin": True, "kind": "set", "key": "CUDA_HOME", "value": CUDA128},
+        {"file": local, "late": True, "dropin": True, "kind": "exec_start", "key": None, "value": "/root/venv/bin/python -m x"},
+    ]
+    unit = {"source": "unit", "environment_steps": steps, "environment_files": {}}
+    got = service_plan.plan(facts("13.0-sglang"), CUDA13, VENV, CACHE, unit=unit, mode="dropin")
+    assert got["error"] is None and got["foreign"].startswith("The service would not run as the role sets it up and validates it: ")
+    assert "%s sets CUDA_HOME=%s (the role sets CUDA_HOME=%s)" % (local, CUDA128, CUDA13) in got["foreign"]
+    assert "%s sets ExecStart=/root/venv/bin/python -m x" % local in got["foreign"]
+    assert got["env"]["CUDA_HOME"] == CUDA13  # for the summary
+    # the role writes no command (keep false, no command): a later ExecStart= is the operator's to set
+    unit["source"] = "none"
+    assert "ExecStart" not in service_plan.plan(facts("13.0-sglang"), CUDA13, VENV, CACHE, unit=unit, mode="dropin")["foreign"]
+    # the same value as the role's, or a drop-in before the role's, is no refusal
+    steps[0]["value"] = CUDA13
+    assert service_plan.plan(facts("13.0-sglang"), CUDA13, VENV, CACHE, unit={"environment_steps": steps[:1]}, mode="dropin")["foreign"] is None
+    assert service_plan.plan(facts("13.0-sglang"), CUDA13, VENV, CACHE)["foreign"] is None
+    # the summary: NOT READY with the file named, whatever the marker and the health say
+    marker = {"ready": True, "inputs": "x", "reason": "kernel launched"}
+    base = {"need": {"needed": False}, "probe_health": {"status": 200, "stands": True}, "health_now": {"skipped": True}}
+    assert service_plan.summary(marker, base)["ready"] is True
+    got = service_plan.summary(marker, dict(base, foreign=got["foreign"]))
+    assert got["ready"] is False and got["state"] == "not as validated" and "90-local.conf sets CUDA_HOME" in got["reason"]

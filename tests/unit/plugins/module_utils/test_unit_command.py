@@ -246,3 +246,129 @@ def test_read_failures_carry_what_was_read(rc, files, match):
     with pytest.raises(uc.UnitReadError, match=match) as err:
         _read(SHOW_CT200, files, rc=rc)
     assert ("rc" in err.value.result) == (rc != 0)
+
+
+# An operator's later drop-in, as found on the lab ct200 (issue 45): 12.8 back on PATH and in CUDA_HOME.
+LOCAL = "/etc/systemd/system/sglang-k26.service.d/90-local.conf"
+LOCAL_128 = """[Service]
+Environment=PATH=/usr/local/cuda-12.8/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+Environment=CUDA_HOME=/usr/local/cuda-12.8
+"""
+ROLE_ENV = {
+    "CUDA_HOME": "/usr/local/cuda-13.0",
+    "PATH": "/usr/local/cuda-13.0/bin:/opt/sglang/current/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "FLASHINFER_CUDA_ARCH_LIST": "12.0f",
+    "NCCL_DEBUG": "WARN",
+}
+UNIT = "/etc/systemd/system/sglang-k26.service"
+
+
+def _show(*dropins):
+    return SHOW_CT200.replace("DropInPaths=" + DROPIN, "DropInPaths=" + " ".join(sorted([DROPIN, *dropins], key=lambda p: p.rsplit("/", 1)[1])))
+
+
+def _conflicts(dropins, env_files=None, own_exec="dropin", env=None):
+    files = {UNIT: CT200, **dropins, **(env_files or {})}
+    result, _calls = _read(_show(*dropins), files)
+    return uc.environment_conflicts(result["environment_steps"], ROLE_ENV if env is None else env, result["environment_files"], own_exec)
+
+
+@pytest.mark.parametrize(
+    ("dropins", "env_files", "own_exec", "expected"),
+    [
+        # the unit's own PATH (its fragment) comes before the role's drop-in: the role's wins
+        ({}, None, "dropin", []),
+        (
+            {LOCAL: LOCAL_128},
+            None,
+            "dropin",
+            [
+                LOCAL + " sets CUDA_HOME=/usr/local/cuda-12.8 (the role sets CUDA_HOME=/usr/local/cuda-13.0)",
+                LOCAL
+                + " sets PATH=/usr/local/cuda-12.8/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin (the role sets PATH="
+                + ROLE_ENV["PATH"]
+                + ")",
+            ],
+        ),
+        # a drop-in whose name sorts before the role's is overridden by it
+        ({"/etc/systemd/system/sglang-k26.service.d/10-local.conf": LOCAL_128}, None, "dropin", []),
+        # the same value as the role's is no conflict
+        ({LOCAL: '[Service]\nEnvironment="CUDA_HOME=/usr/local/cuda-13.0" NCCL_DEBUG=WARN\n'}, None, "dropin", []),
+        # a reset after the role's drop-in drops every key; a key set again after it stands
+        (
+            {LOCAL: "[Service]\nEnvironment=\nEnvironment=CUDA_HOME=/usr/local/cuda-13.0\n"},
+            None,
+            "dropin",
+            [LOCAL + " resets Environment= (the role sets %s=%s)" % (k, ROLE_ENV[k]) for k in ("FLASHINFER_CUDA_ARCH_LIST", "NCCL_DEBUG", "PATH")],
+        ),
+        # an EnvironmentFile= overrides every Environment=, even from the unit's own file; a secret's value is not shown
+        (
+            {"/etc/systemd/system/sglang-k26.service.d/10-env.conf": "[Service]\nEnvironmentFile=-/etc/default/sglang\n"},
+            {"/etc/default/sglang": "# site settings\nCUDA_HOME=/usr/local/cuda-12.8\nNCCL_DEBUG=INFO\nHF_TOKEN=hf_secret\n"},
+            "dropin",
+            [
+                "/etc/default/sglang (EnvironmentFile= of /etc/systemd/system/sglang-k26.service.d/10-env.conf) sets "
+                "CUDA_HOME=/usr/local/cuda-12.8 (the role sets CUDA_HOME=/usr/local/cuda-13.0)",
+                "/etc/default/sglang (EnvironmentFile= of /etc/systemd/system/sglang-k26.service.d/10-env.conf) sets "
+                "NCCL_DEBUG (value not shown) (the role sets NCCL_DEBUG=WARN)",
+            ],
+        ),
+        # an environment file that repeats the role's values, or a missing optional one, changes nothing
+        (
+            {"/etc/systemd/system/sglang-k26.service.d/10-env.conf": "[Service]\nEnvironmentFile=-/etc/default/sglang\nEnvironmentFile=-/etc/default/none\n"},
+            {"/etc/default/sglang": "export NCCL_DEBUG='WARN'\nHF_TOKEN=hf_secret\n"},
+            "dropin",
+            [],
+        ),
+        # UnsetEnvironment= applies last, wherever it is written
+        (
+            {"/etc/systemd/system/sglang-k26.service.d/10-unset.conf": "[Service]\nUnsetEnvironment=FLASHINFER_CUDA_ARCH_LIST NCCL_DEBUG=INFO\n"},
+            None,
+            "dropin",
+            ["/etc/systemd/system/sglang-k26.service.d/10-unset.conf unsets FLASHINFER_CUDA_ARCH_LIST (the role sets FLASHINFER_CUDA_ARCH_LIST=12.0f)"],
+        ),
+        # a later ExecStart= replaces the drop-in's command (the old venv back); an earlier one is what the role moves
+        (
+            {LOCAL: "[Service]\nExecStart=\nExecStart=/root/venv_sglang211/bin/python -m sglang.launch_server\n"},
+            None,
+            "dropin",
+            [
+                LOCAL + " sets ExecStart= (the role's drop-in sets the service's command)",
+                LOCAL + " sets ExecStart=/root/venv_sglang211/bin/python -m sglang.launch_server (the role's drop-in sets the service's command)",
+            ],
+        ),
+        (
+            {"/etc/systemd/system/sglang-k26.service.d/10-cmd.conf": "[Service]\nExecStart=\nExecStart=/root/venv_sglang211/bin/python -m x\n"},
+            None,
+            "dropin",
+            [],
+        ),
+        (
+            {"/etc/systemd/system/sglang-k26.service.d/10-cmd.conf": "[Service]\nExecStart=/root/venv_sglang211/bin/python -m x\n"},
+            None,
+            "unit",
+            [
+                "/etc/systemd/system/sglang-k26.service.d/10-cmd.conf sets ExecStart=/root/venv_sglang211/bin/python -m x "
+                "(the role's unit sets the service's command)"
+            ],
+        ),
+        # settings of another section are not the service's
+        ({LOCAL: "[Unit]\nDescription=x\n[Install]\nEnvironment=CUDA_HOME=/usr/local/cuda-12.8\n"}, None, "dropin", []),
+    ],
+)
+def test_environment_conflicts_name_the_file_that_overrides_the_role(dropins, env_files, own_exec, expected):
+    assert _conflicts(dropins, env_files, own_exec) == expected
+
+
+def test_environment_files_show_only_the_keys_cuda_and_flashinfer_read():
+    files = {UNIT: CT200, "/etc/systemd/system/sglang-k26.service.d/10-env.conf": "[Service]\nEnvironmentFile=/etc/default/sglang\n"}
+    files["/etc/default/sglang"] = "CUDA_HOME=/usr/local/cuda-12.8\nHF_TOKEN=hf_secret\n"
+    result, _calls = _read(_show("/etc/systemd/system/sglang-k26.service.d/10-env.conf"), files)
+    read = result["environment_files"]["/etc/default/sglang"]
+    assert read["CUDA_HOME"]["value"] == "/usr/local/cuda-12.8"
+    assert read["HF_TOKEN"]["value"] is None and "hf_secret" not in str(result)
+
+
+def test_a_unit_that_is_not_there_has_no_steps():
+    result, _calls = _read(SHOW_MISSING, command=["/opt/sglang/current/bin/python"])
+    assert result["environment_steps"] == [] and result["environment_files"] == {}
