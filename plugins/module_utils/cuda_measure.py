@@ -14,6 +14,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils import (
     nvidia_smi,
     service_census,
     sglang_rules,
+    systemd_devices,
     systemd_env,
     venv_info,
 )
@@ -78,6 +79,16 @@ def gather_gpus(nvsmi, run):
     except OSError:
         pass
     return gpus, driver
+
+
+def gather_device_majors(path):
+    """({name: major} of the nvidia* character devices path (/proc/devices) registers, error): one read; (None, why)
+    when it cannot be read."""
+    try:
+        with open(path or systemd_devices.PROC_DEVICES, encoding="utf-8") as fh:
+            return systemd_devices.nvidia_majors(fh.read()), None
+    except OSError as exc:
+        return None, "cannot read %s: %s" % (path, exc.strerror or exc)
 
 
 def gather_toolkits(root, run):
@@ -153,6 +164,7 @@ FACTS_DEFAULTS = {
     "flashinfer_version": None,
     "toolkit_root": "/usr/local",
     "services": False,
+    "proc_devices": systemd_devices.PROC_DEVICES,
 }
 
 
@@ -193,8 +205,9 @@ def in_unit(module, run, p, boolean, home_dir):
 
 def measure(run, p, env, env_notes, home_dir):
     """blackwell_cuda for p (nvidia_smi, toolkit_root, and optionally venv, venv_optional, flashinfer_version,
-    torch_cuda) in env. Raises MeasureError."""
+    torch_cuda, proc_devices) in env. Raises MeasureError."""
     gpus, driver = gather_gpus(p["nvidia_smi"], run)
+    device_majors, device_majors_error = gather_device_majors(p.get("proc_devices") or systemd_devices.PROC_DEVICES)
     toolkits, default = gather_toolkits(p["toolkit_root"], run)
     venv, torch = gather_venv(p.get("venv"), p.get("venv_optional", False))
 
@@ -218,6 +231,8 @@ def measure(run, p, env, env_notes, home_dir):
         "gpus": gpus,
         "compute_capabilities": nvidia_smi.summarize_gpus(gpus),
         "driver": driver,
+        "device_majors": device_majors,
+        "device_majors_error": device_majors_error,
         "toolkits": toolkits,
         "default_toolkit": default,
         "environment": {k: env[k] for k in REPORTED_KEYS if k in env},

@@ -16,7 +16,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils import service
 from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as unit_logic
 
 UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep")
-FACTS_OPTIONS = ("nvidia_smi", "environment", "venv", "venv_optional", "toolkit_root")
+FACTS_OPTIONS = ("nvidia_smi", "environment", "venv", "venv_optional", "toolkit_root", "proc_devices")
 SUMMARY_FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
 HEALTH_OPTIONS = ("path", "sample_path", "listen", "sample_body", "unit", "venv", "request_timeout", "sample_timeout")
 # the options of a reading; the first three are required, the others may be absent or null (not read)

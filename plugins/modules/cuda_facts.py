@@ -75,6 +75,14 @@ options:
     description: Directory holding C(cuda-X.Y) toolkits and the C(cuda) link.
     type: path
     default: /usr/local
+  proc_devices:
+    description:
+      - The table of registered device majors whose C(nvidia*) character devices are reported in C(device_majors)
+        (one read, no command).
+      - Another path only for a test double (the lab has no NVIDIA driver in its kernel).
+    type: path
+    default: /proc/devices
+    version_added: 0.4.0
   services:
     description:
       - Also list every FlashInfer service on the host - each loaded systemd service whose command starts in a
@@ -165,6 +173,21 @@ ansible_facts:
           returned: always
           sample: {present: true, version: 580.95.05, branch: 580, cuda_version: "13.0",
                    cuda_version_source: driver_branch_table, open_kernel_module: true, error: null}
+        device_majors:
+          description:
+            - The C(nvidia*) character devices O(proc_devices) registers, name to major - what C(DeviceAllow=char-NAME)
+              of a hardened unit matches when it starts. Major 195 is C(nvidia-frontend) before driver 550.40,
+              C(nvidia) and C(nvidiactl) from it on; C(nvidia-uvm) is there only once that module is loaded.
+            - Null when O(proc_devices) cannot be read (C(device_majors_error) says why).
+          type: dict
+          returned: always
+          version_added: 0.4.0
+          sample: {nvidia: 195, nvidiactl: 195, nvidia-uvm: 509, nvidia-caps: 510, nvidia-caps-imex-channels: 511}
+        device_majors_error:
+          description: Why O(proc_devices) could not be read, or null.
+          type: str
+          returned: always
+          version_added: 0.4.0
         toolkits:
           description: Every C(cuda-X.Y) directory with C(version) from nvcc's banner, C(path),
             C(has_curand_headers), C(has_driver_stubs), C(nvcc_error), C(identity) (a digest of the size
@@ -282,6 +305,7 @@ def run_module():
             probe=dict(type="bool", default=False),
             toolkit_root=dict(type="path", default="/usr/local"),
             services=dict(type="bool", default=False),
+            proc_devices=dict(type="path", default="/proc/devices"),
         ),
         supports_check_mode=True,
     )

@@ -64,7 +64,7 @@ options:
   facts:
     description:
       - Gather C(blackwell_cuda) too, with these options of M(blackwell.inference.cuda_facts) (C(nvidia_smi),
-        C(environment), C(venv), C(venv_optional), C(toolkit_root)). Omitted, no facts are returned.
+        C(environment), C(venv), C(venv_optional), C(toolkit_root), C(proc_devices)). Omitted, no facts are returned.
     type: dict
   health:
     description:

@@ -8,6 +8,7 @@ import jinja2
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.filter import sglang_service as service_filters
+from ansible_collections.blackwell.inference.plugins.module_utils import cuda_measure
 from ansible_collections.blackwell.inference.plugins.module_utils import systemd_devices as sd
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -183,3 +184,12 @@ def test_refusal_filter_reads_the_facts():
     assert "no nvidia entries" in service_filters.device_refusal(facts, "/proc/devices")
     assert service_filters.device_refusal(dict(facts, device_majors=sd.nvidia_majors(R580))) == ""
     assert service_filters.device_refusal({"gpus": [], "device_majors": None}) == ""
+
+
+def test_facts_read_the_table_once_from_the_given_path(tmp_path):
+    table = tmp_path / "proc-devices"
+    table.write_text(R580, encoding="utf-8")
+    assert cuda_measure.gather_device_majors(str(table)) == (sd.nvidia_majors(R580), None)
+    majors, error = cuda_measure.gather_device_majors(str(tmp_path / "missing"))
+    assert majors is None and "cannot read" in error
+    assert cuda_measure.FACTS_DEFAULTS["proc_devices"] == "/proc/devices"
