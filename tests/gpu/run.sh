@@ -9,6 +9,11 @@
 #      CUDA's default FASTEST_FIRST order); the list must be the same before and after set_cuda_arch() and FlashInfer's
 #      build log (and the workspace's files) must show 0 compiles. This step is what issue 12 asks of a GPU run:
 #      without GPU_VENV, or without SGLang in it, its row is a FAIL (reason given), never a silent skip.
+#   5. the units' DeviceAllow= rules (module_utils/systemd_devices.py, what both unit templates render) resolved the
+#      way systemd does against this machine's /proc/devices and its /dev/nvidia* nodes: every node CUDA opens must be
+#      allowed; and, where systemd is PID 1, nvidia-smi -L and the jit_smoke launch as transient units with those rules
+#      (systemd-run -p DevicePolicy=closed -p DeviceAllow=... -p NoNewPrivileges=yes -p ProtectKernelModules=yes, as
+#      the units run). Without systemd as PID 1 those two rows are a FAIL that says so.
 # A host whose GPUs are of more than one kind (CC 9.0 and 12.0) is checked as the service role serves it: one
 # service per GPU kind (the role refuses one service over both, module_utils/sglang_rules.mixed_refusal), each with
 # its own CUDA_VISIBLE_DEVICES, SGLang's list for that kind, its own warm-up, then the per-GPU step.
@@ -41,7 +46,11 @@ mkdir -p "$coll" && ln -sfn "$root" "$coll/inference"
 export PYTHONPATH="$out/collections${PYTHONPATH:+:$PYTHONPATH}"
 cuda_home=${CUDA_HOME:-}
 if [ -z "$cuda_home" ]; then
-  for d in /usr/local/cuda-13.* /usr/local/cuda-12.9 /usr/local/cuda; do [ -x "$d/bin/nvcc" ] && cuda_home=$d; done
+  # the newest versioned toolkit with an nvcc: the highest cuda-13.*, then 12.9; /usr/local/cuda (often 12.8) last
+  mapfile -t candidates < <(printf '%s\n' /usr/local/cuda-13.* | sort -rV)
+  for d in "${candidates[@]}" /usr/local/cuda-12.9 /usr/local/cuda; do
+    if [ -x "$d/bin/nvcc" ]; then cuda_home=$d; break; fi
+  done
 fi
 toolkit_root=$(dirname "${cuda_home:-/usr/local/cuda}")
 sys_path="$cuda_home/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -52,6 +61,7 @@ module() {  # module name, args JSON[, result name] -> result JSON in $out/<resu
   timeout 280 "$py" -m "ansible_collections.blackwell.inference.plugins.modules.$1" "$out/$name.args" > "$out/$name.json" 2> "$out/$name.err" < /dev/null
 }  # (stdin closed: called in a loop that reads groups.tsv)
 
+cp /proc/devices "$out/proc-devices.start" 2>/dev/null  # before any CUDA process here loads nvidia-uvm
 venv_arg=""; [ -n "${GPU_VENV:-}" ] && venv_arg=", \"venv\": \"$GPU_VENV\""
 module cuda_facts "{\"environment\": {\"CUDA_HOME\": \"$cuda_home\", \"PATH\": \"$sys_path\"}, \"toolkit_root\": \"$toolkit_root\"$venv_arg}"
 
@@ -122,6 +132,49 @@ PY
     )
   done
 done < "$out/groups.tsv"
+
+# 5. The units' DeviceAllow= rules against this machine: resolved as systemd does (this /proc/devices, these nodes),
+# then, where systemd is PID 1, run under them as transient units.
+"$py" - "$out" > "$out/device_allow.json" 2> "$out/device_allow.err" <<'PY'
+import glob, json, os, re, stat, sys
+from ansible_collections.blackwell.inference.plugins.module_utils import systemd_devices as sd
+out = sys.argv[1]
+text = open(sd.PROC_DEVICES).read()
+nodes = {}
+for path in glob.glob("/dev/nvidia*"):
+    st = os.stat(path)
+    if stat.S_ISCHR(st.st_mode):
+        nodes[path] = ("c", os.major(st.st_rdev), os.minor(st.st_rdev))
+minors = sorted(nodes[p][2] for p in nodes if re.fullmatch(r"/dev/nvidia\d+", p))
+required = sd.required_nodes(text, minors)
+rules = sd.resolve(sd.allow_entries(), text)
+# the real node (its own major:minor) where it exists, else what /proc/devices says it would be
+denied = sorted(p for p, node in required.items() if not sd.allows(rules, nodes.get(p, node)))
+missing = sorted(p for p in required if p not in nodes)
+try:
+    uvm_at_start = sd.UVM in sd.nvidia_majors(open(os.path.join(out, "proc-devices.start")).read())
+except OSError:
+    uvm_at_start = None
+print(json.dumps({"majors": sd.nvidia_majors(text), "gpu_nodes": len(minors), "denied": denied, "missing": missing,
+                  "uvm_at_start": uvm_at_start, "rules": sd.allow_entries()}))
+PY
+mapfile -t allow < <("$py" -c 'from ansible_collections.blackwell.inference.plugins.module_utils import systemd_devices as sd
+print("\n".join(sd.allow_entries()))' 2>/dev/null)
+props=(-p DevicePolicy=closed -p NoNewPrivileges=yes -p ProtectKernelModules=yes)
+for rule in "${allow[@]}"; do props+=(-p "DeviceAllow=$rule"); done
+if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ] && [ "${#allow[@]}" -gt 0 ]; then
+  nvsmi=$(command -v nvidia-smi || echo nvidia-smi)
+  timeout 120 systemd-run --wait --pipe --quiet --collect "${props[@]}" "$nvsmi" -L > "$out/unit-nvidia-smi.out" 2>&1 < /dev/null
+  echo $? > "$out/unit-nvidia-smi.rc"
+  printf '{"ANSIBLE_MODULE_ARGS": {"environment": {"CUDA_HOME": "%s", "PATH": "%s"}, "launch": "always"}}' "$cuda_home" "$sys_path" \
+    > "$out/unit-jit_smoke.args"
+  timeout 300 systemd-run --wait --pipe --quiet --collect "${props[@]}" -p "Environment=PYTHONPATH=$PYTHONPATH" \
+    "$(command -v "$py")" -m ansible_collections.blackwell.inference.plugins.modules.jit_smoke "$out/unit-jit_smoke.args" \
+    > "$out/unit-jit_smoke.json" 2> "$out/unit-jit_smoke.err" < /dev/null
+else
+  echo "not run: systemd is not PID 1 here ($(cat /proc/1/comm 2>/dev/null || echo unknown)), or the rules could not be read" \
+    > "$out/unit-not-run"
+fi
 
 "$py" - "$out" "$cuda_home" "${GPU_VENV:-}" "$has_sglang" <<'PY'
 import json, os, sys
@@ -196,6 +249,31 @@ for name, visible, archs, pairs in groups:
             except OSError:
                 err = "not run"
             rows.append((title, False, err or "no output"))
+# 5. the units' DeviceAllow= rules on this machine, resolved and run
+dev = load("device_allow")
+if dev.get("failed"):
+    rows.append(("units' DeviceAllow= vs /proc/devices here", False, dev.get("msg")))
+else:
+    note = "" if dev["uvm_at_start"] is not False else "; nvidia-uvm was not loaded when this script started: load it before the units at boot"
+    needed = set(dev["missing"]) - {"/dev/nvidia-uvm-tools"}  # profiling only; nvidia-modprobe makes it with nvidia-uvm
+    rows.append(("units' DeviceAllow= vs /proc/devices here", not dev["denied"] and not needed and dev["gpu_nodes"] == len(gpus) > 0,
+                 "majors %s, %d /dev/nvidiaN for %d GPUs, denied %s, missing %s%s" % (dev["majors"], dev["gpu_nodes"], len(gpus), dev["denied"],
+                                                                                  dev["missing"], note)))
+not_run = os.path.join(out, "unit-not-run")
+for title in ("nvidia-smi -L in a transient unit with the units' device rules", "jit_smoke launch in a transient unit with the units' device rules"):
+    if os.path.exists(not_run):
+        rows.append((title, False, open(not_run).read().strip()))
+    elif title.startswith("nvidia-smi"):
+        try:
+            rc, text = open(os.path.join(out, "unit-nvidia-smi.rc")).read().strip(), open(os.path.join(out, "unit-nvidia-smi.out")).read()
+        except OSError:
+            rc, text = "?", "no output"
+        listed = sum(1 for line in text.splitlines() if line.startswith("GPU "))
+        rows.append((title, rc == "0" and listed == len(gpus) and listed > 0, "rc %s, %d of %d GPUs listed %s" % (rc, listed, len(gpus), "" if rc == "0" else text.strip()[-300:])))
+    else:
+        r = load("unit-jit_smoke")
+        la = r.get("steps", {}).get("launch", {})
+        rows.append((title, bool(la.get("launched") and la.get("ok")), la.get("detail") or la.get("reason") or r.get("msg", "")))
 if not groups:
     try:
         why = open(os.path.join(out, "groups.err")).read().strip()[-300:]
