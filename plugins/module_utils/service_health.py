@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts")
+PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts", "MainPID", "ControlGroup", "InvocationID")
 
 
 # SGLang's "whole vocabulary" top_k (sampling_params.TOP_K_ALL; -1 becomes it): no top-k filter

@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health
+from ansible_collections.blackwell.inference.plugins.module_utils import socket_owner
 
 
 def base_url(listen):
@@ -34,6 +36,16 @@ def unit_state(module, unit):
     if rc != 0:
         module.fail_json(msg="systemctl show %s failed" % unit, rc=rc, stdout=out, stderr=err)
     return health.parse_show(out)
+
+
+def answer_owner(url, props, invocation_before=None, owners=socket_owner.owners):
+    """(ok, why) of an answer on url's port for the unit whose state is props (unit_state(): ControlGroup, MainPID,
+    InvocationID): ok only when the port's listening socket is held by a process in the unit's cgroup, and, after this
+    run's restart (invocation_before: the unit's InvocationID before it), by a new invocation of the unit."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    fresh = {"invocation_before": invocation_before, "invocation": props.get("InvocationID")} if invocation_before else None
+    return socket_owner.verdict(owners(port), props.get("ControlGroup"), props.get("MainPID"), fresh)
 
 
 def ask(url, timeout):
@@ -70,13 +82,29 @@ def sample(url, body, timeout):
     return res
 
 
-def look(url, sample_url=None, sample_body=None, request_timeout=5, sample_timeout=300, unit_state=dict):
+def look(url, sample_url=None, sample_body=None, request_timeout=5, sample_timeout=300, unit_state=dict, owner=None):
     """One look, no wait: the health endpoint, then (when it answered) the sampled request.
 
     `stands` is true when both answered as a ready service must; the result then has the shape of service_health's
-    (answered, status, seconds, unit_state, gave_up, sample), so it can stand in for a wait that would end at once."""
+    (answered, status, seconds, unit_state, gave_up, sample), so it can stand in for a wait that would end at once.
+    owner(props) -> (ok, why) (answer_owner): an answer from a process that is not the unit's does not count; the
+    result then says why in `not_the_unit`."""
     start = time.monotonic()
     status = ask(url, request_timeout)
+    if status == 200 and owner is not None:
+        props = unit_state()
+        ok, why = owner(props)
+        if not ok:
+            return {
+                "stands": False,
+                "answered": False,
+                "status": status,
+                "seconds": round(time.monotonic() - start, 1),
+                "unit_state": props,
+                "gave_up": None,
+                "sample": None,
+                "not_the_unit": why,
+            }
     sampled = sample(sample_url, sample_body, sample_timeout) if status == 200 and sample_url else None
     return {
         "stands": status == 200 and (sampled is None or sampled["ok"]),

@@ -123,4 +123,9 @@ def look(module, given, listen, marker):
     except (TypeError, ValueError) as exc:
         raise ReadError("health: request_timeout and sample_timeout must be integers") from exc
     sample_url = base + kw["sample_path"] if kw.get("sample_path") else None
-    return dict(service_http.look(base + kw["path"], sample_url, kw.get("sample_body"), timeouts[0], timeouts[1], unit_state), not_looked=None)
+
+    def owner(props):
+        return service_http.answer_owner(base + kw["path"], props)
+
+    got = service_http.look(base + kw["path"], sample_url, kw.get("sample_body"), timeouts[0], timeouts[1], unit_state, owner if kw.get("unit") else None)
+    return dict(got, not_looked=None)

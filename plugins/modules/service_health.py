@@ -25,6 +25,10 @@ description:
     greedily and never touches FlashInfer's sampling kernels, the path that crashed in the incident, and neither does a
     request that samples without filtering (SGLang samples it in plain torch); the sampled request takes them in the
     service's own workers. It is asked once; its failure ends the wait with its answer and the journal's known causes.
+  - With O(unit), an answer counts only when the port's listening socket is held by a process in the unit's cgroup
+    (read from C(/proc), as C(ss -ltnp) does); with O(invocation_before) also only from a new start of the unit. An
+    answer from another process (a server started by hand on the same port) ends the wait at once, naming that
+    process (pid, user, command).
   - Read-only; C(changed) is always false. It also waits in check mode (nothing is changed by asking).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
@@ -102,6 +106,10 @@ options:
       - The facts' C(nvcc) answers also serve the journal's explanation (one C(nvcc --version) per toolkit).
     type: dict
     version_added: 0.4.0
+  invocation_before:
+    description:
+      - The unit's C(InvocationID) before this run restarted it; an answer counts only from a later start of it.
+    type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -150,9 +158,15 @@ seconds:
   returned: always
   type: float
 unit_state:
-  description: The unit's C(ActiveState), C(SubState), C(Result), C(ExecMainStatus), C(NRestarts) when the wait ended.
+  description: >-
+    The unit's C(ActiveState), C(SubState), C(Result), C(ExecMainStatus), C(NRestarts), C(MainPID), C(ControlGroup)
+    and C(InvocationID) when the wait ended.
   returned: when unit is given
   type: dict
+not_the_unit:
+  description: Why an answer on the port did not count (another process holds the port), when that ended the wait.
+  returned: when another process answered
+  type: str
 gave_up:
   description: Why the wait ended before the timeout (the unit died or crash-looped), or null.
   returned: always
@@ -208,6 +222,7 @@ def main():
             "torch_driver": {"type": "dict"},
             "environment": {"type": "dict"},
             "facts": {"type": "dict"},
+            "invocation_before": {"type": "str"},
         },
         required_by={"sample_url": "sample_body"},
         supports_check_mode=True,
@@ -239,6 +254,15 @@ def main():
     while True:
         status = service_http.ask(p["url"], p["request_timeout"])
         seconds = round(time.monotonic() - start, 1)
+        if status == 200 and p["unit"]:  # the answer counts only from the unit's own process
+            props = unit_state()
+            ok, why = service_http.answer_owner(p["url"], props, p["invocation_before"])
+            if not ok:
+                msg = "answered on %s, but not from %s: %s" % (p["url"], p["unit"], why)
+                result = dict(msg=msg, answered=False, status=status, seconds=seconds, unit_state=props, gave_up=why, not_the_unit=why)
+                if p["must_answer"]:
+                    module.fail_json(**result)
+                module.exit_json(changed=False, **result, **facts_now())
         if status == 200 and not p["sample_url"]:
             module.exit_json(changed=False, answered=True, status=status, seconds=seconds, unit_state=unit_state(), gave_up=None, **facts_now())
         if status == 200:  # alive: now the sampled request, once

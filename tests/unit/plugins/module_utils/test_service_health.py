@@ -19,7 +19,7 @@ STARTING = "Result=success\nNRestarts=0\nExecMainStatus=0\nActiveState=activatin
 
 def test_show_argv_is_an_argument_list():
     argv = sh.show_argv("sglang-k26.service")
-    assert argv[:3] == ["systemctl", "show", "sglang-k26.service"] and argv[3::2] == ["-p"] * 5 and set(argv[4::2]) == set(sh.PROPERTIES)
+    assert argv[:3] == ["systemctl", "show", "sglang-k26.service"] and argv[3::2] == ["-p"] * 8 and set(argv[4::2]) == set(sh.PROPERTIES)
 
 
 def test_parse_show():

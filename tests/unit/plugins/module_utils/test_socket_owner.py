@@ -1,0 +1,84 @@
+"""Who answers on the service's port (issue 45 item 3): the listening socket's process, and whether it is the unit's.
+Tables of real /proc/net/tcp, tcp6 and /proc/PID/cgroup texts (Debian 12, systemd 252)."""
+
+import os
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import service_http, socket_owner
+
+TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000 65534        0 4711 1 0000000000000000 100 0 0 10 0
+   1: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1800 1 0000000000000000 100 0 0 10 0
+   2: 0100007F:7530 0100007F:D4A2 01 00000000:00000000 00:00000000 00000000 65534        0 4799 1 0000000000000000 20 4 30 10 -1
+"""
+TCP6 = (
+    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    "   0: 00000000000000000000000000000000:7531 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+    "5120 1 0000000000000000 100 0 0 10 0\n"
+)
+UNIT_CG = "/system.slice/sglang-k26.service"
+CGROUP_V1 = "12:pids:/system.slice/sglang-k26.service\n1:name=systemd:/system.slice/sglang-k26.service\n0::/system.slice/sglang-k26.service\n"
+CGROUP_USER = "0::/user.slice/user-0.slice/session-3.scope\n"
+
+
+def test_listening_sockets_by_port_only_in_listen_state():
+    assert socket_owner.listening_inodes(TCP, 30000) == {"4711"}  # the established one on 30000 is a client's
+    assert socket_owner.listening_inodes(TCP6, 30001) == {"5120"}
+    assert socket_owner.listening_inodes(TCP, 30002) == set()
+
+
+@pytest.mark.parametrize(
+    ("owners", "fresh", "ok", "why"),
+    [
+        ([{"pid": 812, "user": "root", "command": "python", "cgroups": socket_owner.cgroups(CGROUP_V1)}], None, True, None),
+        # a worker below the unit's cgroup (a sub-cgroup) is the unit's too
+        ([{"pid": 9, "user": "root", "command": "w", "cgroups": ["/system.slice/sglang-k26.service/worker"]}], None, True, None),
+        # a server started by hand as nobody, from a login session
+        (
+            [{"pid": 4242, "user": "nobody", "command": "python3 -m http.server 30000", "cgroups": socket_owner.cgroups(CGROUP_USER)}],
+            None,
+            False,
+            "the port is held by pid 4242 (user nobody: python3 -m http.server 30000), not by a process of the unit (MainPID 812)",
+        ),
+        # a unit of a similar name is another unit
+        ([{"pid": 7, "user": "root", "command": "x", "cgroups": ["/system.slice/sglang-k26.service-old"]}], None, False, None),
+        ([], None, False, "no process holds the port's listening socket (the answer came from elsewhere)"),
+        # after this run's restart, the same invocation answering is not the restarted one
+        (
+            [{"pid": 812, "user": "root", "command": "python", "cgroups": [UNIT_CG]}],
+            {"invocation_before": "ab12", "invocation": "ab12"},
+            False,
+            "the unit was not started again after this run's restart (InvocationID ab12)",
+        ),
+        ([{"pid": 812, "user": "root", "command": "python", "cgroups": [UNIT_CG]}], {"invocation_before": "ab12", "invocation": "cd34"}, True, None),
+    ],
+)
+def test_verdict_counts_only_the_units_own_process(owners, fresh, ok, why):
+    got_ok, got_why = socket_owner.verdict(owners, UNIT_CG, "812", fresh)
+    assert got_ok is ok
+    if why:
+        assert got_why == why
+    assert socket_owner.verdict(owners, "", "812")[0] is False  # a unit without a cgroup (not running) owns nothing
+
+
+def test_owners_reads_proc_like_ss(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net" / "tcp").write_text(TCP)
+    (proc / "net" / "tcp6").write_text(TCP6)
+    for pid, inode, cgroup, uid in (("812", "9999", CGROUP_V1, "0"), ("4242", "4711", CGROUP_USER, "65534")):
+        fd = proc / pid / "fd"
+        fd.mkdir(parents=True)
+        os.symlink("socket:[%s]" % inode, fd / "3")
+        os.symlink("/dev/null", fd / "0")
+        (proc / pid / "cgroup").write_text(cgroup)
+        (proc / pid / "status").write_text("Name:\tpython3\nUid:\t%s\t%s\t%s\t%s\n" % (uid, uid, uid, uid))
+        (proc / pid / "cmdline").write_bytes(b"python3\0-m\0http.server\x0030000\0")
+    got = socket_owner.owners(30000, str(proc))
+    assert [(o["pid"], o["user"], o["command"]) for o in got] == [(4242, "nobody", "python3 -m http.server 30000")]
+    assert socket_owner.owners(30005, str(proc)) == []
+    # the same through the HTTP side: the port from the URL, the unit's state from systemctl show
+    props = {"ControlGroup": UNIT_CG, "MainPID": "812", "InvocationID": "cd34"}
+    ok, why = service_http.answer_owner("http://127.0.0.1:30000/health", props, owners=lambda port: socket_owner.owners(port, str(proc)))
+    assert ok is False and "pid 4242 (user nobody" in why
