@@ -50,7 +50,11 @@ def environment_refusal(environment):
 
 
 def _match(pattern, value):
-    return re.match(pattern, "" if value is None else str(value)) is not None
+    """Whether `value` matches; a pattern anchored with $ must cover the whole value (re's $ also matches before a
+    final newline: "sglang\\n" is no account name)."""
+    value = "" if value is None else str(value)
+    m = re.match(pattern, value)
+    return m is not None and (not pattern.endswith("$") or m.end() == len(value))
 
 
 _UNIT_NAME = r"^[A-Za-z0-9@_.-]+$"
@@ -119,7 +123,62 @@ def variable_refusals(v):
         (_match("^[a-z][a-z0-9_]*$", v["sglang_service_marker"]), "sglang_service_marker: a lower-case identifier (got %s)." % v["sglang_service_marker"]),
         (v.get("extras_error") is None, v.get("extras_error")),
     ]
-    return [msg for ok, msg in checks if not ok]
+    return [msg for ok, msg in checks if not ok] + unit_value_refusals(v)
+
+
+# The variables whose values the role writes into its unit, drop-in or secrets file, by kind: words of Environment= or
+# ExecStart= keep a tab inside their quotes; the rest take none. sglang_service_name, _user and _group are names their
+# own patterns above refuse control characters in.
+_UNIT_WORDS = ("sglang_service_command", "sglang_service_args")
+_UNIT_PATHS = ("sglang_service_cuda_home", "sglang_service_venv", "sglang_service_cache_dir", "sglang_service_jit_build_log")
+_UNIT_TEXTS = ("sglang_service_model_path", "sglang_service_host")
+
+
+def _first_control(items, tab):
+    """(label, why) of the first of [(label, value)] holding a control character, else None."""
+    return next(((label, why) for label, why in ((label, sglang_service.control_character(value, tab)) for label, value in items) if why), None)
+
+
+def unit_value_refusals(v):
+    """One refusal per variable whose value would reach a unit, drop-in or environment file with a control character
+    (sglang_service.control_character: \\r, \\n or \\0 would start a new line of the unit, as in issue 45's
+    NCCL_DEBUG="x\\rExecStartPre=+..."), or a path systemd would refuse (a .. component), each naming the variable, the
+    key or word, and what is wrong. A secret's value is never shown."""
+    out = []
+    env = v.get("sglang_service_environment")
+    if isinstance(env, dict):
+        hit = _first_control(((str(k), val) for k, val in env.items()), tab=True)
+        if hit:
+            out.append("sglang_service_environment: %s %s; refused." % hit)
+    secret = v.get("sglang_service_secret_environment")
+    if isinstance(secret, dict):
+        # written by to_json into an EnvironmentFile: JSON's escapes (\\t, \\u00fc) are not systemd's, which keeps them
+        # as written; a tab or a character beyond ASCII would not be read back
+        hit = _first_control(((str(k), val) for k, val in secret.items()), tab=False)
+        wide = next((str(k) for k, val in secret.items() if not str(val).isascii()), None)
+        if hit:
+            out.append("sglang_service_secret_environment: %s %s; refused (value not shown)." % hit)
+        elif wide:
+            out.append(
+                "sglang_service_secret_environment: %s holds a character beyond ASCII, which the secrets file would carry "
+                "as a JSON escape that systemd keeps as written; refused (value not shown)." % wide
+            )
+    for name in _UNIT_WORDS:
+        words = v.get(name) or []
+        hit = _first_control((("word %d" % i, w) for i, w in enumerate(words)), tab=True) if isinstance(words, list) else None
+        if hit:
+            out.append("%s: %s %s; refused." % (name, *hit))
+    for name in _UNIT_PATHS + _UNIT_TEXTS:
+        value = v.get(name)
+        why = sglang_service.control_character(value) if value is not None else ""
+        if why:
+            out.append("%s: %r %s; refused." % (name, str(value), why))
+        elif name in _UNIT_PATHS and ".." in str(value or "").split("/"):
+            out.append("%s: a path without .. components, which systemd refuses (got %s)." % (name, value))
+    hit = _first_control((("entry %d" % i, p) for i, p in enumerate(v.get("sglang_service_ld_library_path") or [])), tab=False)
+    if hit:
+        out.append("sglang_service_ld_library_path: %s %s; refused." % hit)
+    return out
 
 
 def _skipped(result):

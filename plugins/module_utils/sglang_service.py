@@ -100,15 +100,103 @@ def environment(cuda_home, venv, cache_dir, archs, build_log="", ld_library_path
     return env
 
 
+# Control characters cannot pass through a unit file: systemd's line reader ends a line at \n, \r and \0 (the
+# issue-45 attack: "x\rExecStartPre=+..." became a root ExecStartPre=), and the rest would not be read back as written.
+# A tab is kept inside a quoted word (Environment=, ExecStart=) and a quoted environment-file value, nowhere else here.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_BUT_TAB = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_NEW_LINE = "\n\r\x00"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# what systemd strips around a setting's value (its WHITESPACE)
+_WHITESPACE = " \t\n\r"
+# the first word of an Exec*= line may carry these prefixes (+ runs it as root); systemd reads them after unquoting
+_EXEC_PREFIXES = "-@:+!|"
+
+
+def control_character(value, tab=False):
+    """'' when `value` holds no control character (below 0x20, or 0x7f; a tab allowed with tab=True), else which one,
+    where, and what systemd would make of it: 'holds a control character (\\r at 1), which systemd would read as a
+    new line'."""
+    value = str(value)
+    m = (_CONTROL_BUT_TAB if tab else _CONTROL).search(value)
+    if not m:
+        return ""
+    what = "read as a new line" if m.group() in _NEW_LINE else "not read back as written"
+    return "holds a control character (%s at %d), which systemd would %s" % (repr(m.group())[1:-1], m.start(), what)
+
+
+def _no_control(value, setting, tab=False):
+    found = control_character(value, tab)
+    if found:
+        raise ValueError("%s %r %s; refused" % (setting, str(value), found))
+    return str(value)
+
+
+def _ends_escaped(value):
+    """Whether `value` ends in an odd run of backslashes: at a line's end systemd joins the next line to it."""
+    return (len(value) - len(value.rstrip("\\"))) % 2 == 1
+
+
+def _plain_path(path, setting):
+    path = _no_control(path, setting)
+    if not path.startswith("/") or ".." in path.split("/"):
+        raise ValueError("%s %r: an absolute path without .. components" % (setting, path))
+    return path
+
+
 def systemd_quote(word, exec_arg=False):
     """One word of a unit setting (an ExecStart= argument or a whole Environment= assignment), quoted for
     systemd: backslashes and quotes escaped, % doubled (no specifier expansion), $ doubled in ExecStart=
-    (no variable expansion), newlines refused."""
-    word = str(word)
-    if "\n" in word:
-        raise ValueError("%r: newlines cannot be passed through a unit file" % word)
+    (no variable expansion); control characters refused (a tab is kept inside the quotes)."""
+    word = _no_control(word, "ExecStart= argument" if exec_arg else "Environment= assignment", tab=True)
     word = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
     return '"%s"' % (word.replace("$", "$$") if exec_arg else word)
+
+
+def systemd_environment(key, value):
+    """One Environment= assignment, KEY=value, quoted (systemd unquotes it, unescapes C escapes and expands
+    specifiers; never $)."""
+    if not _ENV_NAME.match(str(key)):
+        raise ValueError("Environment= %r: not a variable name" % str(key))
+    return systemd_quote("%s=%s" % (key, _no_control(value, "Environment= %s" % key, tab=True)))
+
+
+def systemd_exec(argv):
+    """An Exec*= command line from its words: each quoted (systemd_quote); the first, the program, must not start with
+    a prefix systemd reads after unquoting (-@:+!|; + runs it as root) and holds no $ (systemd never expands the
+    program's path, so $$ would stay)."""
+    words = [str(w) for w in argv or []]
+    if not words or not words[0]:
+        raise ValueError("ExecStart=: no program")
+    if words[0][0] in _EXEC_PREFIXES or "$" in words[0]:
+        raise ValueError("ExecStart= program %r: starts with one of %s or holds a $" % (words[0], _EXEC_PREFIXES))
+    return " ".join(systemd_quote(w, True) for w in words)
+
+
+def systemd_description(text):
+    """Description=: taken as written (no unquoting), specifiers expanded: % doubled. What systemd cannot keep is
+    refused: control characters, whitespace at either end (stripped), a trailing backslash (joins the next line)."""
+    text = _no_control(text, "Description=")
+    if text != text.strip(_WHITESPACE) or _ends_escaped(text):
+        raise ValueError("Description= %r: starts or ends with whitespace or a backslash, which systemd drops" % text)
+    return text.replace("%", "%%")
+
+
+def systemd_path(path):
+    """One path of ReadWritePaths= (and the other namespace path lists): systemd unquotes each word (backslash takes the
+    next character as it is, no C escapes) and expands specifiers. Quoted, backslashes and quotes escaped, % doubled.
+    An absolute path without .. (systemd refuses one); control characters refused."""
+    path = _plain_path(path, "ReadWritePaths=")
+    return '"%s"' % path.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+
+
+def systemd_env_file_path(path):
+    """EnvironmentFile=: the whole value is the path (no unquoting), specifiers expanded: % doubled. Refused: control
+    characters, a relative path or .., whitespace at the end (stripped), a trailing backslash (joins the next line)."""
+    path = _plain_path(path, "EnvironmentFile=")
+    if path != path.rstrip(_WHITESPACE) or _ends_escaped(path):
+        raise ValueError("EnvironmentFile= %r: ends with whitespace or a backslash, which systemd drops" % path)
+    return path.replace("%", "%%")
 
 
 def inputs(facts, cuda_home, env, venv_target, archs, files=None, policy=None):

@@ -49,6 +49,27 @@ BAD = [
     ("sglang_service_sample_timeout", "-5"),
     ("sglang_service_smoke_timeout", "never"),
     ("sglang_service_marker", "Blackwell-Inference"),
+    # issue 45: a control character in anything the role writes into a unit, drop-in or environment file
+    ("sglang_service_environment", {"NCCL_DEBUG": "x\rExecStartPre=+/bin/touch /var/tmp/p\r#"}),
+    ("sglang_service_environment", {"A": "1\x00"}),
+    ("sglang_service_secret_environment", {"HF_TOKEN": "t\nExecStartPre=+/bin/id"}),
+    ("sglang_service_secret_environment", {"HF_TOKEN": "t\tab"}),  # to_json writes \t, which systemd keeps as written
+    ("sglang_service_secret_environment", {"HF_TOKEN": "gr\u00fc\u00df"}),  # to_json writes \u00fc likewise
+    ("sglang_service_command", ["/usr/bin/server", "--x", "y\rExecStartPre=+/bin/id"]),
+    ("sglang_service_args", ["--tp", "8\n"]),
+    ("sglang_service_model_path", "/models/m\rExecStartPre=+/bin/id"),
+    ("sglang_service_host", "0.0.0.0\x1b"),
+    ("sglang_service_cache_dir", "/var/cache/sglang\r"),
+    ("sglang_service_cache_dir", "/var/cache/sglang/../../../etc"),
+    ("sglang_service_venv", "/opt/sglang/current\x7f"),
+    ("sglang_service_cuda_home", "/usr/local/cuda-13.0\n"),
+    ("sglang_service_jit_build_log", "/var/cache/sglang/jit.jsonl\x0b"),
+    ("sglang_service_ld_library_path", ["/usr/lib", "/opt/lib\r"]),
+    # re's $ matches before a final newline: the names' own patterns take the whole value
+    ("sglang_service_name", "sglang\n"),
+    ("sglang_service_user", "sglang\n"),
+    ("sglang_service_group", "sglang\n"),
+    ("sglang_service_marker", "blackwell_inference\n"),
 ]
 
 NAMES = [k for k in GOOD if k.startswith("sglang_service_")]
@@ -79,3 +100,54 @@ def test_a_model_path_or_a_command_and_the_further_services():
     # several wrong ones: each its own refusal, in the order of the checks
     got = sp.variable_refusals(dict(GOOD, sglang_service_port=0, sglang_service_name="a.service"))
     assert [next(iter(named(m))) for m in got] == ["sglang_service_name", "sglang_service_port"]
+
+
+@pytest.mark.parametrize(
+    "name,value,msg",
+    [
+        (
+            "sglang_service_environment",
+            {"NCCL_DEBUG": "x\rExecStartPre=+/bin/touch /var/tmp/p\r#"},
+            "sglang_service_environment: NCCL_DEBUG holds a control character (\\r at 1), which systemd would read as a new line; refused.",
+        ),
+        (
+            "sglang_service_secret_environment",
+            {"HF_TOKEN": "secret\rExecStartPre=+/bin/id"},
+            "sglang_service_secret_environment: HF_TOKEN holds a control character (\\r at 6), which systemd would read as a new line; "
+            "refused (value not shown).",
+        ),
+        (
+            "sglang_service_command",
+            ["/usr/bin/server", "a\x1bb"],
+            "sglang_service_command: word 1 holds a control character (\\x1b at 1), which systemd would not read back as written; refused.",
+        ),
+        (
+            "sglang_service_model_path",
+            "/m\n",
+            "sglang_service_model_path: '/m\\n' holds a control character (\\n at 2), which systemd would read as a new line; refused.",
+        ),
+    ],
+)
+def test_a_control_character_is_named_with_where_and_why(name, value, msg):
+    assert sp.variable_refusals(dict(GOOD, **{name: value})) == [msg]
+
+
+def test_a_secret_value_is_never_shown():
+    (msg,) = sp.variable_refusals(dict(GOOD, sglang_service_secret_environment={"HF_TOKEN": "hunter2\r"}))
+    assert "hunter2" not in msg
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        # a tab stays inside the quotes of Environment= and ExecStart= words; the other nasty values are escaped
+        ("sglang_service_environment", {"A": "a\tb", "B": "%h $HOME ${X} \"q\" 's' back\\slash\\ semi;colon \u00fc =x="}),
+        ("sglang_service_command", ["/usr/bin/server", "--x", "a\tb", "$HOME", "%h"]),
+        ("sglang_service_args", ["--tp", 8, "--x=a b"]),
+        ("sglang_service_secret_environment", {"HF_TOKEN": 'a b $X `y` "q" back\\slash'}),
+        ("sglang_service_model_path", "/models/Kimi K2 100%"),
+        ("sglang_service_cache_dir", "/srv/cache dir/100%"),
+    ],
+)
+def test_values_systemd_reads_back_pass(name, value):
+    assert sp.variable_refusals(dict(GOOD, **{name: value})) == []

@@ -3,10 +3,13 @@
 import base64
 import json
 import os
+import re
 
+import jinja2
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_plan
+from ansible_collections.blackwell.inference.plugins.filter import sglang_service as service_filters
+from ansible_collections.blackwell.inference.plugins.module_utils import service_plan, unit_command
 from ansible_collections.blackwell.inference.plugins.module_utils import sglang_service as ss
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -164,6 +167,216 @@ def test_systemd_quote(word, exec_arg, quoted):
 def test_systemd_quote_refuses_newlines():
     with pytest.raises(ValueError):
         ss.systemd_quote("A=1\nExecStartPre=/bin/sh")
+
+
+# issue 45: systemd's line reader ends a line at \r too, so this value gave the drop-in a root ExecStartPre=
+ATTACK = "x\rExecStartPre=+/bin/touch /var/tmp/p\r#"
+CONTROLS = ["\r", "\n", "\x00", "\x01", "\x0b", "\x0c", "\x1b", "\x1f", "\x7f"]
+
+
+@pytest.mark.parametrize(
+    "value,tab,found",
+    [
+        ("INFO", False, ""),
+        ("a\tb", True, ""),
+        ("\u00fc%$\\\"'", False, ""),
+        (ATTACK, False, "holds a control character (\\r at 1), which systemd would read as a new line"),
+        ("a\nb", False, "holds a control character (\\n at 1), which systemd would read as a new line"),
+        ("ab\x00", True, "holds a control character (\\x00 at 2), which systemd would read as a new line"),
+        ("a\tb", False, "holds a control character (\\t at 1), which systemd would not read back as written"),
+        ("\x1b[31m", True, "holds a control character (\\x1b at 0), which systemd would not read back as written"),
+        ("del\x7f", True, "holds a control character (\\x7f at 3), which systemd would not read back as written"),
+    ],
+)
+def test_control_character(value, tab, found):
+    assert ss.control_character(value, tab) == found
+
+
+@pytest.mark.parametrize("char", CONTROLS)
+@pytest.mark.parametrize(
+    "escape",
+    [
+        lambda v: ss.systemd_quote("A=" + v),
+        lambda v: ss.systemd_quote(v, True),
+        lambda v: ss.systemd_environment("NCCL_DEBUG", v),
+        lambda v: ss.systemd_exec(["/bin/true", v]),
+        lambda v: ss.systemd_description("SGLang server (%s)" % v),
+        lambda v: ss.systemd_path("/srv/a" + v),
+        lambda v: ss.systemd_env_file_path("/etc/a" + v),
+    ],
+    ids=["quote", "quote-exec", "environment", "exec", "description", "path", "env-file-path"],
+)
+def test_every_escape_refuses_control_characters(escape, char):
+    with pytest.raises(ValueError, match="control character"):
+        escape("x" + char + "y")
+
+
+def test_the_issue_45_value_is_refused_naming_the_key():
+    with pytest.raises(ValueError, match=r"NCCL_DEBUG .* \(\\r at 1\), which systemd would read as a new line"):
+        ss.systemd_environment("NCCL_DEBUG", ATTACK)
+
+
+@pytest.mark.parametrize(
+    "escape,value,written",
+    [
+        # Environment=: one quoted word; systemd unquotes, C-unescapes and expands specifiers (never $)
+        (lambda v: ss.systemd_environment("X", v), "%h $HOME ${X}", '"X=%%h $HOME ${X}"'),
+        (lambda v: ss.systemd_environment("X", v), "back\\slash\\", '"X=back\\\\slash\\\\"'),
+        (lambda v: ss.systemd_environment("X", v), "\"q\" 's' a=b", '"X=\\"q\\" \'s\' a=b"'),
+        (lambda v: ss.systemd_environment("X", v), "a\tb \u00fc", '"X=a\tb \u00fc"'),
+        # ExecStart=: each word quoted; % and $ doubled (specifiers at load, variables at start)
+        (lambda v: ss.systemd_exec(["/opt/v/bin/python", v]), "$HOME", '"/opt/v/bin/python" "$$HOME"'),
+        (lambda v: ss.systemd_exec(["/opt/v/bin/python", v]), "semi;colon %%", '"/opt/v/bin/python" "semi;colon %%%%"'),
+        (lambda v: ss.systemd_exec(["/opt/v/bin/python", v]), ";", '"/opt/v/bin/python" ";"'),
+        # Description=: as written but for specifiers
+        (ss.systemd_description, 'SGLang server (/m/"K2" 100% $X \\)', 'SGLang server (/m/"K2" 100%% $X \\)'),
+        # ReadWritePaths=: one quoted word each; a backslash takes the next character as it is (no C escapes)
+        (ss.systemd_path, "/var/cache/sglang", '"/var/cache/sglang"'),
+        (ss.systemd_path, '/srv/a b/100%/"q"/x\\t', '"/srv/a b/100%%/\\"q\\"/x\\\\t"'),
+        # EnvironmentFile=: the whole value is the path; only specifiers
+        (ss.systemd_env_file_path, "/etc/a b/100%/\"q\" 's'", "/etc/a b/100%%/\"q\" 's'"),
+    ],
+)
+def test_each_setting_escapes_what_systemd_unescapes_and_nothing_else(escape, value, written):
+    assert escape(value) == written
+
+
+@pytest.mark.parametrize(
+    "escape,value",
+    [
+        (lambda v: ss.systemd_environment(v, "1"), "NOT-A-NAME"),
+        (lambda v: ss.systemd_environment(v, "1"), "A=B"),
+        (ss.systemd_exec, []),
+        (ss.systemd_exec, [""]),
+        (ss.systemd_exec, ["+/bin/sh", "-c", "id"]),  # + runs it as root: systemd reads the prefix after unquoting
+        (ss.systemd_exec, ["-/bin/true"]),
+        (ss.systemd_exec, ["/opt/$V/bin/python"]),
+        (ss.systemd_description, "trailing backslash \\"),  # joins the next line
+        (ss.systemd_description, " leading space"),
+        (ss.systemd_description, "trailing space "),
+        (ss.systemd_path, "relative/path"),
+        (ss.systemd_path, "/srv/../etc"),
+        (ss.systemd_env_file_path, "relative.env"),
+        (ss.systemd_env_file_path, "/etc/x.env "),
+        (ss.systemd_env_file_path, "/etc/x\\"),
+    ],
+)
+def test_what_systemd_would_change_is_refused(escape, value):
+    with pytest.raises(ValueError):
+        escape(value)
+
+
+def test_a_trailing_backslash_pair_stays():
+    # an even run of backslashes at the end escapes itself: no continuation line
+    assert ss.systemd_description("a\\\\") == "a\\\\"
+    assert ss.systemd_env_file_path("/etc/a\\\\") == "/etc/a\\\\"
+
+
+# values systemd must read back exactly (the lab's tests/lab/before/test_unit_values.py reads them back from systemd)
+NASTY = ["%h", "%%", "$HOME", "${X}", "a b", '"q"', "'s'", "back\\slash", "semi;colon", "\u00fc", "trailing\\", "=x=y", "100% $$"]
+NASTY_PATHS = ["/srv/a b/100%", "/srv/'s' \"q\"/x\\y", "/srv/%h/\u00fc"]
+TEMPLATES = os.path.join(ROOT, "roles", "sglang_service", "templates")
+
+
+def render(name, **overrides):
+    """A template of the role rendered as Ansible does (trim_blocks), with the collection's filters."""
+    env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined, loader=jinja2.FileSystemLoader(TEMPLATES))  # noqa: S701 - a unit file
+    env.filters.update({"blackwell.inference." + k: f for k, f in service_filters.FilterModule().filters().items()})
+    env.filters.update(basename=os.path.basename, dirname=os.path.dirname)
+    variables = {
+        "ansible_managed": "Ansible managed",
+        "sglang_service_mode": "dropin",
+        "sglang_service_user": "sglang",
+        "sglang_service_group": "sglang",
+        "sglang_service_model_path": "/models/model",
+        "sglang_service_cache_dir": "/var/cache/sglang",
+        "sglang_service_secret_environment": {"HF_TOKEN": "x"},
+        "sglang_service_smoke_timeout": 1800,
+        "sglang_service_boot_validation": True,
+        "__sglang_service_unit": "sglang.service",
+        "__sglang_service_validate_unit": "sglang-validate.service",
+        "__sglang_service_dropin_path": "/etc/systemd/system/sglang.service.d/50-blackwell-inference.conf",
+        "__sglang_service_secrets_path": "/etc/blackwell-inference/sglang.secrets.env",
+        "__sglang_service_libexec": "/usr/local/libexec/blackwell-inference",
+        "__sglang_service_validate_config": "/etc/blackwell-inference/sglang-validate.json",
+        "__sglang_service_marker_path": "/etc/ansible/facts.d/blackwell_inference.fact",
+        "__sglang_service_versions": {"flashinfer-python": "0.7.4"},
+        "__sglang_service_toolkit": {"cuda_version": "13.0"},
+        "__sglang_service_archs": "12.0a",
+        "__sglang_service_env": {"CUDA_HOME": "/usr/local/cuda-13.0"},
+        "__sglang_service_command": ["/opt/sglang/current/bin/python", "-m", "sglang.launch_server"],
+    }
+    variables.update(overrides)
+    return env.get_template(name).render(**variables)
+
+
+def read_back(text):
+    """What systemd makes of the settings this role writes (unquoting as unit_command.split_words does, then the
+    specifier and, in ExecStart=, the variable expansion of what the escaping doubled): {key: [values]}."""
+
+    def spec(w):  # %% is a %, any other specifier is expanded (shown as <%h>)
+        return re.sub(r"%(.)", lambda m: "%" if m.group(1) == "%" else "<%" + m.group(1) + ">", w)
+
+    def var(w):  # $$ is a $, $X and ${X} are expanded when the command starts (shown as <$X>)
+        return re.sub(r"\$(\$|\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)", lambda m: "$" if m.group(1) == "$" else "<$" + m.group(1) + ">", w)
+
+    got = {}
+    for _section, key, value in unit_command.settings(text):
+        if key == "Environment":
+            (word,) = unit_command.split_words(value)
+            got.setdefault(key, []).append(spec(word))
+        elif key == "ExecStart" and value:
+            got.setdefault(key, []).append([var(spec(w)) for w in unit_command.split_words(value)])
+        elif key == "ReadWritePaths":
+            got.setdefault(key, []).extend(spec(w) for w in unit_command.split_words(value))
+        elif key in ("Description", "EnvironmentFile"):
+            got.setdefault(key, []).append(spec(value))
+    return got
+
+
+def test_the_templates_give_the_nasty_values_back():
+    env = {"V%d" % i: v for i, v in enumerate(NASTY)}
+    command = ["/opt/sglang/current/bin/python", *NASTY]
+    dropin = read_back(render("dropin.conf.j2", __sglang_service_env=env, __sglang_service_command=command, __sglang_service_secrets_path=NASTY_PATHS[0]))
+    assert dropin["Environment"] == ["%s=%s" % kv for kv in sorted(env.items())]
+    assert dropin["EnvironmentFile"] == [NASTY_PATHS[0]]
+    assert dropin["ExecStart"] == [command]
+    for path in NASTY_PATHS:
+        unit = read_back(render("sglang.service.j2", sglang_service_model_path=path, sglang_service_cache_dir=path, __sglang_service_command=command))
+        assert unit["Description"] == ["SGLang server (%s)" % path]
+        assert unit["ReadWritePaths"] == [path]
+        assert unit["ExecStart"] == [command]
+        validate = read_back(render("validate.service.j2", sglang_service_cache_dir=path, __sglang_service_env=env))
+        assert validate["ReadWritePaths"] == [path, "/etc/ansible/facts.d"]
+        assert validate["Environment"] == dropin["Environment"]
+        assert validate["ExecStart"] == [
+            ["/usr/bin/python3", "/usr/local/libexec/blackwell-inference/boot_validate.py", "/etc/blackwell-inference/sglang-validate.json"]
+        ]
+
+
+@pytest.mark.parametrize(
+    "template,overrides",
+    [
+        ("dropin.conf.j2", {"__sglang_service_env": {"NCCL_DEBUG": ATTACK}}),
+        ("validate.service.j2", {"__sglang_service_env": {"NCCL_DEBUG": ATTACK}}),
+        ("dropin.conf.j2", {"__sglang_service_command": ["/opt/v/bin/python", ATTACK]}),
+        ("sglang.service.j2", {"__sglang_service_command": ["/opt/v/bin/python", ATTACK]}),
+        ("sglang.service.j2", {"sglang_service_model_path": "/m\rExecStartPre=+/bin/id"}),
+        ("sglang.service.j2", {"sglang_service_cache_dir": "/c\nExecStartPre=+/bin/id"}),
+        ("validate.service.j2", {"sglang_service_cache_dir": "/c\x00"}),
+        ("dropin.conf.j2", {"__sglang_service_secrets_path": "/etc/x\rExecStartPre=+/bin/id"}),
+    ],
+)
+def test_the_templates_refuse_a_value_that_would_rewrite_the_unit(template, overrides):
+    with pytest.raises(Exception, match="control character"):
+        render(template, **overrides)
+
+
+def test_systemd_quote_is_unchanged_for_the_existing_words():
+    # the role's units stay byte-identical for the values that passed before
+    assert ss.systemd_environment("PATH", "/usr/local/cuda-13.0/bin:/usr/bin") == ss.systemd_quote("PATH=/usr/local/cuda-13.0/bin:/usr/bin")
+    argv = ["/opt/sglang/current/bin/python", "-m", "sglang.launch_server", "--model-path", "/models/Kimi K2"]
+    assert ss.systemd_exec(argv) == " ".join(ss.systemd_quote(w, True) for w in argv)
 
 
 # cuda_facts' blackwell_cuda facts of ct200 (8x RTX PRO 6000, driver 580.95.05, toolkits 12.8 and 13.0)
