@@ -1,0 +1,56 @@
+"""An operator's later drop-in puts CUDA 12.8 back under the managed service (issue 45 item 1), on the converged ct200:
+`sglang-k26.service.d/90-local.conf` with 12.8's PATH and CUDA_HOME, daemon-reloaded, as an operator would leave it.
+
+The fault hits: `systemctl show -p Environment` of the unit has 12.8. Every kind of run then says NOT READY and names the
+file with what it sets and what the role sets: a plain run and `--tags verify` fail the host, and `--check` says so
+in its table. The role changes nothing of
+the service meanwhile (no restart, the file left as it is: the operator decides). With the file gone, the next plain
+run finds the host READY again with nothing to change.
+The file leaves ct200 as it found it (the drop-in removed), but it restarts nothing, so the next file may share it only
+after a fresh image: it is not LAB_READ_ONLY.
+"""
+
+import json
+
+from ..conftest import playbook
+from .test_faults import no_traceback
+
+UNIT = "sglang-k26.service"
+LOCAL = "/etc/systemd/system/sglang-k26.service.d/90-local.conf"
+CUDA128 = "/usr/local/cuda-12.8"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DROPIN = "[Service]\nEnvironment=PATH=%s/bin:/opt/sglang/current/bin:%s\nEnvironment=CUDA_HOME=%s\n" % (CUDA128, SYSTEM_PATH, CUDA128)
+NAMED = "%s sets CUDA_HOME=%s (the role sets CUDA_HOME=/usr/local/cuda-13.0)" % (LOCAL, CUDA128)
+MARKER = "/etc/ansible/facts.d/blackwell_inference.fact"
+
+
+def _table_row(out):
+    """The fleet table's row of ct200 (the callback's end-of-run table)."""
+    rows = [line for line in out.splitlines() if line.startswith("ct200 ")]
+    assert rows, out[-3000:]
+    return rows[-1]
+
+
+def test_an_operators_later_drop_in_is_not_ready_on_every_run_and_named(run):
+    pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
+    assert pid != "0" and json.loads(run("cat %s" % MARKER))["ready"] is True  # serving and ready before the fault
+    run("printf '%%s' '%s' > %s && systemctl daemon-reload" % (DROPIN, LOCAL))
+    try:
+        # the fault hit: what systemd runs the unit with has 12.8
+        assert "CUDA_HOME=%s" % CUDA128 in run("systemctl show -p Environment --value %s" % UNIT)
+        for args in ((), ("--tags", "verify"), ("--check",)):
+            rc, out, recap = playbook(*args)
+            no_traceback(out)
+            assert rc != 0 or args == ("--check",), (args, out[-4000:])  # a check run fails no host for not being ready
+            assert NAMED in out, (args, out[-4000:])
+            assert "NOT READY" in _table_row(out), (args, _table_row(out))
+            assert recap.get("changed", 0) == 0 or args == ("--tags", "verify"), (args, recap, out[-4000:])
+            assert "needs a validation" not in out, (args, out[-4000:])
+            # nothing of the service moved, and the operator's file is theirs
+            assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid, args
+            assert run("cat %s" % LOCAL) == DROPIN, args
+    finally:
+        run("rm -f %s && systemctl daemon-reload" % LOCAL)
+    rc, out, recap = playbook()
+    assert rc == 0 and recap["changed"] == 0 and "READY" in _table_row(out) and "NOT READY" not in _table_row(out), out[-4000:]
+    assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid
