@@ -6,9 +6,12 @@ Run by <service>-validate.service, a oneshot the service requires and starts aft
 environment. Same steps and verdict as the jit_smoke module (its kernel and warm-up script are the
 collection's module_utils, installed next to this file): compile saxpy for FLASHINFER_CUDA_ARCH_LIST with
 $CUDA_HOME/bin/nvcc, launch it as the service user when a GPU device node exists, build FlashInfer's JIT
-modules into the cache as the service user. Updates the ready marker; exits 1 when not ready, so systemd
-does not start the service on a state that would fail.
-Usage: boot_validate.py SETTINGS.json
+modules into the cache as the service user. Writes the ready marker `phase: validated, ready: false` (nobody has
+seen the service answer yet); exits 1 when the smoke fails, so systemd does not start the service on a state that
+would fail.
+With --serving (run by <service>-ready.service, after the service started): waits for the unit's own answer and
+turns this boot's validated marker into `serving, ready: true` or `not serving` (module_utils/boot_serving.py).
+Usage: boot_validate.py SETTINGS.json | boot_validate.py --serving SETTINGS.json
 """
 
 import datetime
@@ -22,6 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import boot_serving
 import jit_smoke
 import sglang_service
 
@@ -147,8 +151,8 @@ def main(path):
             previous = json.load(fh)
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     marker = sglang_service.marker(
-        ready,
-        reason,
+        False,  # ready only once the service answered (--serving)
+        reason + "; waiting for the service to answer" if ready else reason,
         now,
         cfg["inputs"],
         os.path.realpath(cfg["venv"]),
@@ -161,15 +165,61 @@ def main(path):
         phase="validated" if ready else "failed",
         vouched=cfg.get("vouched"),
     )
-    tmp = cfg["marker"] + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(marker, fh, indent=4, sort_keys=True)
-        fh.write("\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, cfg["marker"])
-    print("%s: %s (%s)" % (cfg["service"], "READY" if ready else "NOT READY", reason), flush=True)
+    write_marker(cfg["marker"], marker)
+    print("%s: %s (%s)" % (cfg["service"], "VALIDATED, waiting for its answer" if ready else "NOT READY", reason), flush=True)
     return 0 if ready else 1
 
 
+def write_marker(path, marker):
+    """The marker, replaced whole (a reader never sees half of it), durable before the rename."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(marker, fh, indent=4, sort_keys=True)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def read_marker(path):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}
+
+
+def unit_props(unit):
+    rc, out, _err, _secs = run(["systemctl", "show", unit, "-p", "ActiveState", "-p", "Result", "-p", "MainPID", "-p", "ControlGroup"], 30)
+    props = {}
+    for line in out.splitlines() if rc == 0 else []:
+        key, _sep, value = line.partition("=")
+        props[key] = value
+    return props
+
+
+def serving(path):
+    """After the service started: this boot's validated marker becomes serving (ready) once the unit's own process
+    answered, or not serving with the cause. Exits 1 when it did not answer; the service itself is never touched."""
+    with open(path) as fh:
+        cfg = json.load(fh)
+    service = cfg["service"]
+    why_not = boot_serving.pending(read_marker(cfg["marker"]), cfg["inputs"], service)
+    if why_not:
+        print("%s: marker left as it is: %s" % (service, why_not), flush=True)
+        return 0
+    answered, why = boot_serving.wait(cfg, lambda: unit_props(service))
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    current = read_marker(cfg["marker"])
+    if boot_serving.pending(current, cfg["inputs"], service):  # a play wrote it meanwhile: the play's word stands
+        print("%s: marker rewritten meanwhile; left as it is" % service, flush=True)
+        return 0
+    write_marker(cfg["marker"], boot_serving.after_answer(current, answered, why, now, service))
+    print("%s: %s (%s)" % (service, "READY: serving" if answered else "NOT READY: not serving", why), flush=True)
+    return 0 if answered else 1
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(serving(sys.argv[2]) if sys.argv[1] == "--serving" else main(sys.argv[1]))

@@ -11,18 +11,34 @@ import pytest
 
 from ..conftest import LAB_HOST, LAB_INDEX, ROOT, _labctl, on_host_until, playbook, playbook_command, sampling_library, workspace
 from .test_faults import marker, serving, wait_for_health
-from .test_ready_rollback import NCCL, UNIT, VALIDATE, verify_says_not_ready
+from .test_ready_rollback import NCCL, UNIT, VALIDATE, kill_play_at, verify_says_not_ready
 
 pytestmark = pytest.mark.usefixtures("fresh")
 
 LOCK = "/run/blackwell-inference/play.lock"
+READY = "sglang-k26-ready.service"
+# the service answers a while after it started (the stand-in's lab knob, a slow model load; a variable the role does not
+# set, so not an override of its environment), so the marker can be read between the validation and the answer
+SLOW = "/etc/systemd/system/sglang-k26.service.d/90-lab-slow-start.conf"
+
+
+def slow_start(run, seconds):
+    run("printf '[Service]\\nEnvironment=SGLANG_STANDIN_START_DELAY=%d\\n' > %s && systemctl daemon-reload" % (seconds, SLOW))
+
+
+ASKS = "python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:30000/health\", timeout=2)' 2>/dev/null"
+
+
+def ended(run, unit, timeout=600):
+    on_host_until(run, "systemctl show -p ActiveState --value %s | grep -Eq '^(active|failed)$'" % unit, "%s's end" % unit, timeout=timeout)
 
 
 def reboot(run):
     boot_id = run("cat /proc/sys/kernel/random/boot_id")
     _labctl("reboot", LAB_HOST, LAB_INDEX)
     assert run("cat /proc/sys/kernel/random/boot_id") != boot_id  # a real power cycle
-    on_host_until(run, "systemctl show -p ActiveState --value %s | grep -Eq '^(active|failed)$'" % VALIDATE, "the boot validation's end", timeout=600)
+    ended(run, VALIDATE)
+    ended(run, READY)  # the answer check after the service started (it ends at once when the validation failed)
 
 
 def started_after_the_validation(run):
@@ -37,7 +53,8 @@ def test_reboot_with_a_warm_cache_starts_after_the_validation_without_compiling(
     reboot(run)
     started_after_the_validation(run)
     m = marker(run)
-    assert m["ready"] and m["source"] == "boot validation (sglang-k26.service)" and m["phase"] == "validated"
+    assert m["ready"] and m["source"] == "boot validation (sglang-k26.service)" and m["phase"] == "serving", m
+    assert "answered after boot (sampled request answered" in m["reason"], m
     assert [w["compiled"] for w in m["smoke"]["warm"]["modules"]] == [False]  # 0 compiles in the validation
     serving(run)  # and 0 in the service's start (FlashInfer's build log)
     rc, out, recap = playbook("--tags", "verify")
@@ -51,7 +68,8 @@ def test_reboot_with_the_jit_cache_wiped_rewarms_before_the_service_starts(run):
     assert run("test -e %s && echo warm" % sampling_library(run)).strip() == "warm"
     m = marker(run)
     assert m["ready"] and [w["compiled"] for w in m["smoke"]["warm"]["modules"]] == [True]  # the validation built it
-    assert "sglang-k26.service: READY" in run("journalctl -u %s -b --no-pager -o cat" % VALIDATE)
+    assert "sglang-k26.service: VALIDATED, waiting for its answer" in run("journalctl -u %s -b --no-pager -o cat" % VALIDATE)
+    assert "sglang-k26.service: READY: serving" in run("journalctl -u %s -b --no-pager -o cat" % READY)
     serving(run)  # the service itself compiled nothing
 
 
@@ -70,6 +88,48 @@ def test_reboot_with_the_toolkit_broken_keeps_the_service_down_and_not_ready(run
     finally:
         run("test -e /usr/local/cuda-13.0/bin/nvcc || mv /root/nvcc.away /usr/local/cuda-13.0/bin/nvcc")
     verify_says_not_ready("not validated")  # the toolkit is whole again; the boot found it broken and nothing revalidated since
+
+
+def test_a_power_cycle_is_ready_only_once_the_service_answers(run):
+    slow_start(run, 30)
+    boot_id = run("cat /proc/sys/kernel/random/boot_id")
+    _labctl("reboot", LAB_HOST, LAB_INDEX)
+    assert run("cat /proc/sys/kernel/random/boot_id") != boot_id  # a real power cycle
+    ended(run, VALIDATE)
+    # validated, the service still starting: not ready, and the answer check is waiting for it
+    m = marker(run)
+    assert run("systemctl show -p ActiveState --value %s" % UNIT).strip() == "active", m  # started (Type=simple) ...
+    assert run("%s || echo silent" % ASKS).strip() == "silent", m  # ... and the fault hit: it does not answer yet
+    assert m["ready"] is False and m["phase"] == "validated" and m["reason"].endswith("waiting for the service to answer"), m
+    assert run("systemctl show -p ActiveState --value %s" % READY).strip() == "activating"
+    ended(run, READY)
+    m = marker(run)
+    assert m["ready"] is True and m["phase"] == "serving" and run("systemctl show -p ActiveState --value %s" % READY).strip() == "active", m
+    serving(run)
+
+
+def test_a_play_killed_in_the_health_wait_after_the_validator_ran_again_is_not_ready_then_converges(run):
+    m0 = marker(run)
+    run("systemctl stop %s" % VALIDATE)  # inactive, as after a failed boot validation (the service stops with it)
+    slow_start(run, 45)
+    kill_play_at(
+        run,
+        "blackwell.inference.sglang_service : Wait for the service to answer]",
+        "systemctl is-active --quiet %s" % VALIDATE,  # the restart started the validator again (Requires=)
+        "the validator run by the restart",
+        "--tags",
+        "sglang_service",
+        extra_vars=NCCL,
+    )
+    m = marker(run)
+    # the fault hit: the validator wrote this run's validation, and the service has not answered
+    assert m["source"] == "boot validation (sglang-k26.service)" and m["phase"] == "validated", m
+    assert m["ready"] is False and m["last_good"] == m0["last_good"], m
+    assert run("%s || echo silent" % ASKS).strip() == "silent"
+    run("rm -f %s && systemctl daemon-reload" % SLOW)
+    rc, out, _recap = playbook("--tags", "sglang_service", extra_vars=NCCL)
+    assert rc == 0 and "state: validated and serving" in out, out[-4000:]
+    assert marker(run)["ready"] is True
 
 
 # -- two plays against the same host at once ---------------------------------------------------------

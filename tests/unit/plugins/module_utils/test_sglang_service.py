@@ -295,6 +295,7 @@ def render(name, **overrides):
         "sglang_service_boot_validation": True,
         "__sglang_service_unit": "sglang.service",
         "__sglang_service_validate_unit": "sglang-validate.service",
+        "__sglang_service_ready_unit": "sglang-ready.service",
         "__sglang_service_dropin_path": "/etc/systemd/system/sglang.service.d/50-blackwell-inference.conf",
         "__sglang_service_secrets_path": "/etc/blackwell-inference/sglang.secrets.env",
         "__sglang_service_libexec": "/usr/local/libexec/blackwell-inference",

@@ -1,0 +1,99 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ready marker after a boot validation: `ready: true` only once the unit's own process answered.
+
+The boot validator (<service>-validate.service) writes `phase: validated, ready: false`: its smoke passed, nobody has
+seen the service answer yet. <service>-ready.service, pulled in by the service (Wants=) and ordered after it, then waits
+for the unit's own answer (its health endpoint and the sampled request, from a process of the unit's cgroup) and writes
+`phase: serving, ready: true`, or `phase: not serving, ready: false` with the cause. It never stops or fails the service
+(in drop-in mode the unit is the operator's): a unit of its own, not an ExecStartPost= whose failure would stop it.
+
+Installed beside boot_validate.py (stdlib only, no Ansible): socket_owner and service_health are next to it too."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+try:
+    from ansible_collections.blackwell.inference.plugins.module_utils import service_health, socket_owner
+except ImportError:  # the boot validator's copy
+    import service_health
+    import socket_owner
+
+BOOT_SOURCE = "boot validation (%s)"
+
+
+def pending(marker, inputs, service):
+    """Why the answer check leaves the marker alone (None: it waits for the answer and decides): only the marker this
+    boot's validation wrote for these inputs (phase validated) is the check's to turn into serving or not serving."""
+    marker = marker or {}
+    if marker.get("source") != BOOT_SOURCE % service:
+        return "the marker was written by %s, which judges the answer itself" % (marker.get("source") or "nobody")
+    if marker.get("phase") != "validated":
+        return "the boot validation did not pass (phase %s)" % marker.get("phase")
+    if marker.get("inputs") != inputs:
+        return "the marker is for other inputs than these settings'"
+    return None
+
+
+def after_answer(marker, answered, why, now, service):
+    """The marker once the check ended: serving and ready when the unit answered, else not serving with the cause.
+    last_good stays as it is (the play's answer with its snapshot moves it)."""
+    out = dict(marker)
+    if answered:
+        out.update(ready=True, phase="serving", reason="%s; answered after boot (%s)" % (_first(marker.get("reason")), why), time=now)
+    else:
+        out.update(ready=False, phase="not serving", reason="the service did not answer after boot: %s" % why, time=now)
+    out["source"] = BOOT_SOURCE % service
+    return out
+
+
+def _first(reason):
+    """The validation's own reason, without the note that it waits for the answer."""
+    return str(reason or "validated").split("; waiting for", 1)[0]
+
+
+def ask(url, timeout, body=None):
+    """(status, text) of a GET (or a JSON POST with body); -1 and the error when nothing answered."""
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        return -1, "not an http URL: %s" % url
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})  # noqa: S310 - http(s) only
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the service's own http URL
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+    except (OSError, ValueError) as exc:
+        return -1, str(exc)
+
+
+def wait(cfg, unit_props, clock=time.monotonic, sleep=time.sleep, asker=ask, owners=socket_owner.owners):
+    """(answered, why): ask the health endpoint every 2 s up to cfg['health_timeout'] seconds; an answer counts from a
+    process in the unit's cgroup (unit_props() -> ControlGroup, MainPID, ActiveState), then the sampled request must
+    succeed. A unit that is failed or inactive ends the wait at once."""
+    start = clock()
+    port = urllib.parse.urlsplit(cfg["health_url"]).port or 80
+    last = "no answer yet"
+    while True:
+        props = unit_props()
+        if props.get("ActiveState") in ("failed", "inactive"):
+            return False, "the unit is %s (%s)" % (props.get("ActiveState"), props.get("Result") or "?")
+        status, _text = asker(cfg["health_url"], 5)
+        if status == 200:
+            ok, other = socket_owner.verdict(owners(port), props.get("ControlGroup"), props.get("MainPID"))
+            if not ok:
+                return False, other
+            if not cfg.get("sample_url"):
+                return True, "%s answered" % cfg["health_url"]
+            status, text = asker(cfg["sample_url"], int(cfg.get("sample_timeout") or 300), cfg.get("sample_body") or {})
+            ok, detail = service_health.sample_result(status, text)
+            return ok, ("sampled request %s" % detail) if ok else ("its sampled request failed: %s" % detail)
+        last = "%s: %s" % (cfg["health_url"], "HTTP %s" % status if status != -1 else "no answer")
+        if clock() - start >= cfg["health_timeout"]:
+            return False, "%s after %d s" % (last, cfg["health_timeout"])
+        sleep(2)

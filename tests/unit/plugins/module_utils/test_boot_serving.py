@@ -1,0 +1,96 @@
+"""The ready marker after a boot validation (issue 45 item 4): ready only once the unit's own process answered."""
+
+import pytest
+
+from ansible_collections.blackwell.inference.plugins.module_utils import boot_serving
+
+SERVICE = "sglang-k26.service"
+CG = "/system.slice/sglang-k26.service"
+VALIDATED = {
+    "ready": False,
+    "phase": "validated",
+    "reason": "compiled, JIT cache warm (sampling); not launched (no GPU device node (/dev/nvidia0)), allowed by policy; waiting for the service to answer",
+    "source": "boot validation (sglang-k26.service)",
+    "inputs": "2c26817414e442ed",
+    "last_good": {"venv": "/opt/sglang/venvs/a", "inputs": "2c26817414e442ed", "time": "2026-12-01T00:00:00Z"},
+}
+CFG = {
+    "health_url": "http://127.0.0.1:30000/health",
+    "health_timeout": 10,
+    "sample_url": "http://127.0.0.1:30000/generate",
+    "sample_body": {"text": "x"},
+    "sample_timeout": 30,
+}
+MINE = [{"pid": 812, "user": "root", "command": "python -m sglang.launch_server", "cgroups": [CG]}]
+NOBODY = [{"pid": 4242, "user": "nobody", "command": "python3 hand.py", "cgroups": ["/user.slice/user-0.slice/session-3.scope"]}]
+
+
+@pytest.mark.parametrize(
+    ("marker", "inputs", "why"),
+    [
+        (VALIDATED, "2c26817414e442ed", None),
+        (dict(VALIDATED, source="ansible"), "2c26817414e442ed", "the marker was written by ansible, which judges the answer itself"),
+        (dict(VALIDATED, phase="failed"), "2c26817414e442ed", "the boot validation did not pass (phase failed)"),
+        (dict(VALIDATED, phase="serving", ready=True), "2c26817414e442ed", "the boot validation did not pass (phase serving)"),
+        (VALIDATED, "other", "the marker is for other inputs than these settings'"),
+        ({}, "2c26817414e442ed", "the marker was written by nobody, which judges the answer itself"),
+    ],
+)
+def test_only_this_boots_validated_marker_is_the_checks_to_decide(marker, inputs, why):
+    assert boot_serving.pending(marker, inputs, SERVICE) == why
+
+
+def test_after_the_answer_serving_and_ready_else_not_serving_with_the_cause_and_last_good_kept():
+    up = boot_serving.after_answer(VALIDATED, True, "sampled request answered 25 characters", "2026-12-06T10:00:00Z", SERVICE)
+    assert up["ready"] is True and up["phase"] == "serving" and up["last_good"] == VALIDATED["last_good"]
+    assert up["reason"].startswith("compiled, JIT cache warm (sampling)") and "waiting for" not in up["reason"]
+    down = boot_serving.after_answer(VALIDATED, False, "the unit is failed (exit-code)", "2026-12-06T10:00:00Z", SERVICE)
+    assert (
+        down["ready"] is False and down["phase"] == "not serving" and down["reason"] == "the service did not answer after boot: the unit is failed (exit-code)"
+    )
+    assert VALIDATED["ready"] is False and VALIDATED["phase"] == "validated"  # the input is not changed
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, secs):
+        self.now += secs
+
+
+def _wait(answers, owners=MINE, props=None, cfg=CFG):
+    clock, asked = Clock(), []
+
+    def asker(url, timeout, body=None):
+        asked.append(url)
+        return answers.pop(0) if answers else (-1, "connection refused")
+
+    props = props or {"ActiveState": "active", "ControlGroup": CG, "MainPID": "812"}
+    got = boot_serving.wait(cfg, lambda: props, clock, clock.sleep, asker, lambda port: owners)
+    return got, asked, clock.now
+
+
+def test_wait_counts_the_units_answer_and_its_sampled_request():
+    (ok, why), asked, _t = _wait([(-1, "refused"), (503, ""), (200, "ok"), (200, '{"text": "hello", "meta_info": {}}')])
+    assert ok is True and why == "sampled request answered 5 characters"
+    assert asked[-1] == CFG["sample_url"] and asked.count(CFG["health_url"]) == 3
+
+
+def test_wait_refuses_an_answer_from_another_process_at_once():
+    (ok, why), asked, _t = _wait([(200, "ok")], owners=NOBODY)
+    assert ok is False and "pid 4242 (user nobody: python3 hand.py)" in why and asked == [CFG["health_url"]]
+
+
+def test_wait_ends_on_a_failed_unit_or_the_timeout_and_names_a_failed_sample():
+    (ok, why), _asked, _t = _wait([], props={"ActiveState": "failed", "Result": "exit-code"})
+    assert ok is False and why == "the unit is failed (exit-code)"
+    (ok, why), _asked, waited = _wait([])
+    assert ok is False and why == "http://127.0.0.1:30000/health: no answer after 10 s" and waited == 10
+    (ok, why), _asked, _t = _wait([(200, "ok"), (500, '{"error": {"message": "CUDA error"}}')])
+    assert ok is False and why == "its sampled request failed: answered HTTP 500: CUDA error"
+    (ok, why), _asked, _t = _wait([(200, "ok")], cfg=dict(CFG, sample_url=""))
+    assert ok is True and why == "http://127.0.0.1:30000/health answered"
