@@ -9,6 +9,8 @@ import os
 import shlex
 import subprocess
 
+from ansible_collections.blackwell.inference.plugins.module_utils import systemd_devices
+
 from ..conftest import INVENTORY, ROOT, playbook, playbook_command, workspace
 
 UNIT = "sglang-k26.service"
@@ -93,6 +95,7 @@ def test_dropin_marker_and_boot_unit(host, run):
     assert (dropin.user, dropin.group, dropin.mode) == ("root", "root", 0o644)
     text = dropin.content_string
     assert "Requires=sglang-k26-validate.service" in text and "After=sglang-k26-validate.service" in text
+    assert "Wants=sglang-k26-ready.service" in text  # the answer check after a boot
     assert 'Environment="CUDA_HOME=/usr/local/cuda-13.0"' in text and "LD_LIBRARY_PATH" not in text
     assert 'ExecStart=\nExecStart="/opt/sglang/current/bin/python" "/usr/local/libexec/sglang-standin.py"' in text
     assert host.file("/var/cache/sglang").mode == 0o750
@@ -104,6 +107,26 @@ def test_dropin_marker_and_boot_unit(host, run):
     assert m["toolkit"] == {"cuda_home": "/usr/local/cuda-13.0", "cuda_version": "13.0"}
     assert run("systemctl is-active sglang-k26-validate.service sglang-k26.service").split() == ["active", "active"]
     assert "sglang-k26-validate.service" in run("systemctl show -p Requires --value " + UNIT).split()
+
+
+# /proc/devices of a host before driver 550.40 (R535): major 195 registered as nvidia-frontend
+R535_DEVICES = "Character devices:\n  1 mem\n195 nvidia-frontend\n234 nvidia-uvm\n235 nvidia-caps\n\nBlock devices:\n  7 loop\n"
+
+
+def test_the_validate_unit_as_systemd_loaded_it_may_open_the_gpus_under_r535_and_r580(run):
+    """The effective DevicePolicy/DeviceAllow of the hardened validate unit (every drop-in applied), resolved the way
+    systemd does against the nvidia-smi double's R580 table and an R535 one: every node CUDA opens on 8 GPUs is allowed.
+    The lab has no GPU nodes (its kernel's /proc/devices has no nvidia entries), so this is what it can check."""
+    show = run("systemctl show -p DevicePolicy -p DeviceAllow sglang-k26-validate.service")
+    props = [line.partition("=") for line in show.splitlines()]
+    assert [v for k, _s, v in props if k == "DevicePolicy"] == ["closed"], show
+    entries = [v for k, _s, v in props if k == "DeviceAllow" and v]
+    assert entries, show
+    r580 = run("cat /usr/lib/nvidia-smi-double/proc-devices")
+    for table in (r580, R535_DEVICES):
+        assert systemd_devices.denied(entries, table, range(8)) == [], (entries, table)
+    # and the rules the units carried before (char-nvidia-frontend only for major 195) are denied on R580
+    assert "/dev/nvidiactl" in systemd_devices.denied(["char-nvidia-frontend rw", "char-nvidia-uvm rw"], r580, range(8))
 
 
 def test_ansible_local_shows_the_marker():
