@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import shlex
-
 from ansible_collections.blackwell.inference.plugins.module_utils.sglang_service import SYSTEM_PATH
 
 SHOW_PROPERTIES = ("LoadState", "Environment", "EnvironmentFiles")
@@ -25,10 +23,49 @@ def parse_show(stdout):
     return props
 
 
+_C_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
+
+
+def show_words(value):
+    """The words of a string list as `systemctl show` prints it (Environment=, ReadWritePaths=): systemd's
+    shell_maybe_quote(word, 0), a word as it is or in double quotes, with \\, \\", \\$ and \\` escaped by a backslash
+    and control characters as C escapes (\\t, \\ooo). shlex.split reads the quotes but not those escapes ($HOME would
+    come back as \\$HOME, a tab as \\t)."""
+    data, words, word, quoted, i, started = (value or "").encode("utf-8", "surrogateescape"), [], bytearray(), False, 0, False
+    while i < len(data):
+        c = data[i : i + 1]
+        if c == b"\\" and i + 1 < len(data):
+            nxt = chr(data[i + 1])
+            if nxt in _C_ESCAPES:
+                word.append(_C_ESCAPES[nxt])
+                i += 2
+            elif nxt.isdigit():
+                word.append(int(data[i + 1 : i + 4], 8) & 0xFF)
+                i += 4
+            else:
+                word.append(data[i + 1])
+                i += 2
+            started = True
+            continue
+        if c == b'"':
+            quoted, started = not quoted, True
+        elif c == b" " and not quoted:
+            if started:
+                words.append(word.decode("utf-8", "surrogateescape"))
+            word, started = bytearray(), False
+        else:
+            word += c
+            started = True
+        i += 1
+    if started:
+        words.append(word.decode("utf-8", "surrogateescape"))
+    return words
+
+
 def parse_environment(value):
     """systemd's Environment property ("A=1 "B=x y"") -> {"A": "1", "B": "x y"}; later wins."""
     env = {}
-    for item in shlex.split(value or ""):
+    for item in show_words(value or ""):
         key, sep, val = item.partition("=")
         if sep and key:
             env[key] = val

@@ -5,8 +5,8 @@ lab host, systemd loads them (daemon-reload), and what systemd holds is read bac
 - Scratch units bi-roundtrip-<n>.service (Type=oneshot, ExecStart=/bin/true, never started) and a drop-in each:
   Description=, Environment=, ExecStart= and, for the paths, ReadWritePaths= and EnvironmentFile=, read back with
   `systemctl show` (the project's systemd_env.parse_show and environment_files; the string lists Environment= and
-  ReadWritePaths= with _show_words, the inverse of systemd's own quoting, which systemd_env.parse_environment's shlex
-  misreads for $ and control characters), ExecStart='s argv over D-Bus (`busctl --json`: systemd 252's
+  ReadWritePaths= with systemd_env.show_words, the inverse of systemd's own quoting, which parse_environment uses),
+  ExecStart='s argv over D-Bus (`busctl --json`: systemd 252's
   `systemctl show` joins argv with spaces, unquoted).
 - One unit that runs (bi-roundtrip-run.service, a python3 that writes its argv and environment to /run): a value
   in ExecStart= gets its $ back only when the command starts ($$ -> $), and an EnvironmentFile= is read only then.
@@ -50,46 +50,8 @@ def _write(host, path, text):
     assert res.rc == 0, res.stderr
 
 
-_C_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
-
-
-def _show_words(value):
-    """The words of a string list as `systemctl show` prints it (Environment=, ReadWritePaths=): systemd's
-    shell_maybe_quote(word, 0), a word as it is or in double quotes, with \\, \\", \\$ and \\` escaped by a backslash and
-    control characters as C escapes (\\t, \\ooo). shlex.split (systemd_env.parse_environment) reads the quotes but not
-    those escapes: it gives \\$HOME back for $HOME and \\t for a tab."""
-    data, words, word, quoted, i, started = value.encode(), [], bytearray(), False, 0, False
-    while i < len(data):
-        c = data[i : i + 1]
-        if c == b"\\" and i + 1 < len(data):
-            nxt = chr(data[i + 1])
-            if nxt in _C_ESCAPES:
-                word.append(_C_ESCAPES[nxt])
-                i += 2
-            elif nxt.isdigit():
-                word.append(int(data[i + 1 : i + 4], 8))
-                i += 4
-            else:
-                word.append(data[i + 1])
-                i += 2
-            continue
-        if c == b'"':
-            quoted, started = not quoted, True
-        elif c == b" " and not quoted:
-            if started:
-                words.append(word.decode())
-            word, started = bytearray(), False
-        else:
-            word += c
-            started = True
-        i += 1
-    if started:
-        words.append(word.decode())
-    return words
-
-
 def _environment(props):
-    return dict(w.split("=", 1) for w in _show_words(" ".join(props["Environment"])))
+    return dict(w.split("=", 1) for w in systemd_env.show_words(" ".join(props["Environment"])))
 
 
 def _bus_path(unit):
@@ -203,7 +165,7 @@ def test_a_path_comes_back_exactly(loaded, j):
     props = _show(loaded, unit)
     assert props["LoadState"] == ["loaded"], props
     assert props["Description"] == ["SGLang server (%s)" % path]
-    assert _show_words(" ".join(props["ReadWritePaths"])) == [path, "/var/cache/sglang"]
+    assert systemd_env.show_words(" ".join(props["ReadWritePaths"])) == [path, "/var/cache/sglang"]
     assert systemd_env.environment_files(props["EnvironmentFiles"]) == [(path + "/x.env", False)]
     assert _environment(props) == {"V_0": path}
     assert _exec_argv(loaded, unit) == [["/bin/true", path]]

@@ -50,3 +50,18 @@ def test_files_override_environment_and_missing_files():
     files.clear()
     _env, notes = se.unit_environment(se.parse_show(SHOW), read)
     assert notes == ["EnvironmentFile /etc/sglang/secrets.env unreadable: No such file"]
+
+
+@pytest.mark.parametrize(
+    ("shown", "want"),
+    [
+        # systemd's shell_maybe_quote(word, 0): a word in double quotes when it needs them, \\ \" \$ \` escaped, control
+        # characters as C escapes; shlex gave \$HOME back for $HOME and \t for a tab
+        ('"V=\\$HOME" "W=\\${X}"', {"V": "$HOME", "W": "${X}"}),
+        ('"T=a\\tb" "Q=\\"q\\"" "B=back\\\\slash"', {"T": "a\tb", "Q": '"q"', "B": "back\\slash"}),
+        ('"S=a b" P=%h "E==x=y" "O=\\303\\274"', {"S": "a b", "P": "%h", "E": "=x=y", "O": "\u00fc"}),
+        ("", {}),
+    ],
+)
+def test_the_environment_as_systemctl_show_quotes_it(shown, want):
+    assert se.parse_environment(shown) == want
