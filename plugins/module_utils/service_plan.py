@@ -262,6 +262,8 @@ def plan(facts, cuda_home, venv, cache_dir, arch_list="", build_log="", ld_libra
     return {
         "error": None,
         "foreign": foreign_refusal(unit, env, mode),
+        # what the service runs with: env, and what the unit's other files add to it (the fingerprint's environment)
+        "effective_env": unit_command.effective_environment((unit or {}).get("environment_steps") or [], env, (unit or {}).get("environment_files")),
         "archs": choice["archs"],
         "arch_source": choice["source"],
         "env": env,

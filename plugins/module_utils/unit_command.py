@@ -142,6 +142,32 @@ def environment_conflicts(steps, env, env_files=None, own_exec=None):
     {value, digest}}} as read() returns them (a value read from an environment file is shown only for the keys systemd
     and FlashInfer look at, else compared by digest). systemd's rules: Environment= assignments in file order (an empty
     one resets the list), then EnvironmentFile= contents over them, then UnsetEnvironment=."""
+    state = _merge(steps, env, env_files)
+    out = []
+    for key, value in sorted((env or {}).items()):
+        got, source = state.get(key, (None, None))
+        if source and (got is None or got["digest"] != _digest(str(value))):
+            out.append("%s (the role sets %s=%s)" % (source, key, value))
+    for step in steps:
+        if step["kind"] == "exec_start" and ((own_exec == "dropin" and step["late"]) or (own_exec == "unit" and step["dropin"])):
+            out.append(
+                "%s sets ExecStart=%s (the role's %s sets the service's command)" % (step["file"], step["value"], "drop-in" if own_exec == "dropin" else "unit")
+            )
+    return out
+
+
+def effective_environment(steps, env, env_files=None):
+    """The environment the service gets from its files once the role's drop-in sets `env` (what the fingerprint
+    vouches for): a value read from an environment file that is not shown (it may be a secret) as sha256:<digest>."""
+    out = {}
+    for key, (got, _source) in sorted(_merge(steps, env, env_files).items()):
+        if got is not None:
+            out[key] = got["value"] if got["value"] is not None else "sha256:" + got["digest"]
+    return out
+
+
+def _merge(steps, env, env_files):
+    """{key: ({value, digest} or None when unset, the file's sentence or None for the role's)} by systemd's rules."""
     env_files = env_files or {}
     state = {}
 
@@ -171,17 +197,7 @@ def environment_conflicts(steps, env, env_files=None, own_exec=None):
             now = state[step["key"]][0]
             if step["value"] is None or (now is not None and now.get("value") == step["value"]):
                 state[step["key"]] = (None, "%s unsets %s" % (step["file"], step["key"]))
-    out = []
-    for key, value in sorted((env or {}).items()):
-        got, source = state.get(key, (None, None))
-        if source and (got is None or got["digest"] != _digest(str(value))):
-            out.append("%s (the role sets %s=%s)" % (source, key, value))
-    for step in steps:
-        if step["kind"] == "exec_start" and ((own_exec == "dropin" and step["late"]) or (own_exec == "unit" and step["dropin"])):
-            out.append(
-                "%s sets ExecStart=%s (the role's %s sets the service's command)" % (step["file"], step["value"], "drop-in" if own_exec == "dropin" else "unit")
-            )
-    return out
+    return state
 
 
 def _digest(value):

@@ -372,3 +372,19 @@ def test_environment_files_show_only_the_keys_cuda_and_flashinfer_read():
 def test_a_unit_that_is_not_there_has_no_steps():
     result, _calls = _read(SHOW_MISSING, command=["/opt/sglang/current/bin/python"])
     assert result["environment_steps"] == [] and result["environment_files"] == {}
+
+
+def test_the_effective_environment_is_the_roles_with_what_the_other_files_add_and_hides_env_file_values():
+    dropins = {
+        "/etc/systemd/system/sglang-k26.service.d/10-site.conf": (
+            "[Service]\nEnvironment=NCCL_P2P_DISABLE=1 CUDA_HOME=/usr/local/cuda-12.8\nEnvironmentFile=-/etc/default/sglang\n"
+        ),
+    }
+    files = {UNIT: CT200, **dropins, "/etc/default/sglang": "HF_TOKEN=hf_secret\n"}
+    result, _calls = _read(_show(*dropins), files)
+    got = uc.effective_environment(result["environment_steps"], ROLE_ENV, result["environment_files"])
+    assert {k: got[k] for k in ROLE_ENV} == ROLE_ENV  # the role's drop-in (50-) wins over the unit and 10-site.conf
+    assert got["NCCL_P2P_DISABLE"] == "1" and got["HF_TOKEN"].startswith("sha256:") and "hf_secret" not in str(got)
+    # the lab's ct200 unit alone: exactly the role's (its own PATH is overridden)
+    result, _calls = _read(_show(), {UNIT: CT200})
+    assert uc.effective_environment(result["environment_steps"], ROLE_ENV, result["environment_files"]) == ROLE_ENV
