@@ -27,6 +27,11 @@ COLUMNS = (
 )
 
 
+# the why column's whole cell: the reason, the failed task's message or the journal's causes, each a line of at most
+# 300 characters, together at most WHY_LIMIT (a failure's full text is in its task's output and the log it names)
+WHY_LIMIT = 400
+
+
 def _one_line(text, limit=300):
     text = " ".join(str(text or "").split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -146,6 +151,7 @@ def row(host, cuda=None, summary=None, failure=None, unreachable=None, reached=T
         res.update(status=READY if ready else NOT_READY, ready=ready, why=why)
     else:
         res.update(status=NOT_READY, why="no service summary (the tags chosen skip it, or check mode)")
+    res["why"] = _one_line(res.get("why"), WHY_LIMIT)
     return res
 
 

@@ -21,6 +21,10 @@ description:
     following the version-dependent rules of FlashInfer 0.4.0 .. 0.7.4.
   - Nothing is imported from the venv unless O(probe=true); torch's version and CUDA lane are
     read from C(torch/version.py).
+  - A failure whose message or command output is long is told in a few lines (what failed and the line that says
+    why, that nothing was changed, the path of a log with the full output in C(/var/log/blackwell-inference/), made
+    0750, the log 0640, written only on a failure); the result's C(rc), C(stdout) and C(stderr) are then the last
+    40 lines (4 KB) of each.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -287,6 +291,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.blackwell.inference.plugins.module_utils import (
     commands,
     cuda_measure,
+    failure,
     flashinfer_probe,
     flashinfer_rules,
 )
@@ -316,7 +321,7 @@ def run_module():
     try:
         facts, env = cuda_measure.in_unit(module, run, dict(p), module.boolean, pwd.getpwuid(os.getuid()).pw_dir)
     except cuda_measure.MeasureError as exc:
-        module.fail_json(msg=exc.msg, **exc.result)
+        module.fail_json(**failure.result("cuda_facts", "measure", exc.msg, exc.result, failure.READ_ONLY, p["unit"]))
     venv, flashinfer = facts["venv"], facts["flashinfer"]
     ccs = flashinfer_rules.visible_ccs(facts["gpus"], env)
     if p["probe"]:
@@ -324,7 +329,10 @@ def run_module():
         try:
             probe = commands.last_json_line(res.stdout)
         except ValueError as exc:
-            module.fail_json(msg="FlashInfer probe in %s printed no result: %s" % (p["venv"], exc), **res.as_dict())
+            msg, fields = failure.report(
+                "cuda_facts", "probe", "FlashInfer probe in %s printed no result: %s" % (p["venv"], exc), res.as_dict(), failure.READ_ONLY, p["unit"]
+            )
+            module.fail_json(msg=msg, **fields)
         comparable = "FLASHINFER_CUDA_ARCH_LIST" in env or (bool(ccs) and probe.get("gpu_count") == len(ccs))
         probe["agrees"], probe["differences"] = flashinfer_probe.compare(flashinfer, probe, comparable)
         probe["archs_compared"] = comparable

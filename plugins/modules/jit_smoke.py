@@ -21,6 +21,12 @@ description:
     stopped when one of them fails); its verdict is still reported after theirs.
   - Each step reports its status and seconds. C(changed) is true only if something was compiled into FlashInfer's
     cache, so a rerun reports unchanged. In check mode nothing runs.
+  - A failed step fails the module with a message of a few lines - what failed and the one line of the output that
+    says why (e.g. C(No space left on device), the compiler's first C(error:) line, a Python exception's last line),
+    what stays in place, and the path of a log on the host with the full output (the command, its stdout and
+    stderr, here the ninja output) in C(/var/log/blackwell-inference/) (made 0750, the log 0640, named
+    C(jit_smoke-<unit>-<step>-<UTC time>.log)). The result's C(rc), C(stdout) and C(stderr) are the last 40 lines
+    (4 KB) of each; a script passed on the command line is shown by its length. Nothing is logged on success.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -123,6 +129,11 @@ launched:
   description: Whether a kernel ran on a GPU.
   returned: always
   type: bool
+log:
+  description: The log on the host with the failed step's full output (null when it could not be written; the message says why).
+  returned: failure
+  type: str
+  sample: /var/log/blackwell-inference/jit_smoke-sglang-k26.service-warm-20261206T142301Z.log
 """
 
 import os
@@ -135,12 +146,31 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.inference.plugins.module_utils import (
     commands,
+    failure,
     flashinfer_rules,
     jit_smoke,
     nvidia_smi,
     service_env,
     systemd_env,
 )
+
+# what a failed smoke leaves: it writes FlashInfer's JIT cache and a temporary directory, nothing of the service
+KEPT = "nothing else was changed: the smoke writes only FlashInfer's JIT cache; the service was neither stopped nor restarted"
+
+
+def failed(failure_text, steps, output, unit=None, log_dir=failure.LOG_DIR, now=None):
+    """fail_json's arguments for a failed smoke (run_steps' failure, steps and the failed step's command output):
+    the message in a few lines (what failed and the cause, what stays, the log), the steps with the failed one's
+    error or detail as one line, the command's rc/stdout/stderr bounded, and `log`: the full output on the host."""
+    step = list(steps)[-1] if steps else "smoke"
+    kept = dict(steps)
+    if step in kept:
+        kept[step] = dict(kept[step])
+        for key in ("error", "detail"):
+            if kept[step].get(key):
+                kept[step][key] = failure.one_line(kept[step][key])
+    msg, fields = failure.report("jit_smoke", step, failure_text, output, KEPT, unit, log_dir, now)
+    return dict(fields, msg=msg, steps=kept)
 
 
 def timed(func, *args, **kw):
@@ -241,13 +271,15 @@ def run_module():
         return ok, step, res.as_dict()
 
     try:
-        failure, steps, output = jit_smoke.run_steps(compile_saxpy, launch_saxpy, warm if warm_job else None, p["launch"], os.path.exists(jit_smoke.GPU_DEVICE))
+        failure_text, steps, output = jit_smoke.run_steps(
+            compile_saxpy, launch_saxpy, warm if warm_job else None, p["launch"], os.path.exists(jit_smoke.GPU_DEVICE)
+        )
     finally:
         if warm_job:
             warm_job.stop()  # ended already, unless a saxpy step failed first: never left running behind the module
         shutil.rmtree(work, ignore_errors=True)
-    if failure:
-        module.fail_json(msg=failure, steps=steps, **(output or {}))
+    if failure_text:
+        module.fail_json(**failed(failure_text, steps, output, p["unit"]))
     changed = any(m["compiled"] for m in steps.get("warm", {}).get("modules", []))
     module.exit_json(changed=changed, launched=steps["launch"]["launched"], steps=steps)
 

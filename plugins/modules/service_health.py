@@ -30,6 +30,9 @@ description:
     answer from another process (a server started by hand on the same port) ends the wait at once, naming that
     process (pid, user, command).
   - Read-only; C(changed) is always false. It also waits in check mode (nothing is changed by asking).
+  - A failure to measure the summary's facts (O(facts)) whose message or command output is long is told in a few
+    lines, with the full output in a log in C(/var/log/blackwell-inference/) (0750, the log 0640) and the result's
+    C(rc), C(stdout) and C(stderr) cut to their last 40 lines (4 KB).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -198,7 +201,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, service_http, systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, failure, service_http, systemd_env
 from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health
 from ansible_collections.blackwell.inference.plugins.module_utils import service_journal as journal
 
@@ -245,7 +248,7 @@ def main():
             given = cuda_measure.facts_options(p["facts"], FACTS_OPTIONS)
             facts = cuda_measure.in_unit(module, run, given, module.boolean, pwd.getpwuid(os.getuid()).pw_dir)[0]
         except cuda_measure.MeasureError as exc:
-            module.fail_json(msg=exc.msg, **exc.result)
+            module.fail_json(**failure.result("service_health", "facts", exc.msg, exc.result, failure.READ_ONLY, p["unit"]))
         return {"ansible_facts": {"blackwell_cuda": facts}}
 
     start = time.monotonic()

@@ -18,6 +18,10 @@ description:
     (M(blackwell.inference.cuda_link) with C(phase=before), read only), so a run whose links are where they belong
     makes no cuda_link call.
   - A host without C(mokutil) is not a failure; the state is then unknown (C(secure_boot.rc) is null).
+  - A failure whose message or command output is long is told in a few lines (what failed and the line that says
+    why, that nothing was changed, the path of a log with the full output in C(/var/log/blackwell-inference/), made
+    0750, the log 0640, written only on a failure); the result's C(rc), C(stdout) and C(stderr) are then the last
+    40 lines (4 KB) of each.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -141,7 +145,7 @@ read_under_lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, toolkit_read
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, failure, toolkit_read
 
 D = toolkit_read.DEFAULTS
 
@@ -164,7 +168,7 @@ def run_module():
     try:
         result = toolkit_read.read_for(module, run, module.params)
     except toolkit_read.ReadError as exc:
-        module.fail_json(msg=exc.msg, **exc.result)
+        module.fail_json(**failure.result("toolkit_probe", "read", exc.msg, exc.result, failure.READ_ONLY))
     module.exit_json(changed=False, commands_run=run.calls, **result)
 
 

@@ -15,6 +15,10 @@ description:
     completion marker (the metadata file the build writes last, parsed).
   - A hidden entry under C(<root>/venvs) (a build lock) is not a venv. A marker that is not a JSON object fails the
     module, naming the file - the build writes it whole, so such a venv was changed by hand.
+  - A failure whose message or command output is long is told in a few lines (what failed and the line that says
+    why, that nothing was changed, the path of a log with the full output in C(/var/log/blackwell-inference/), made
+    0750, the log 0640, written only on a failure); the result's C(rc), C(stdout) and C(stderr) are then the last
+    40 lines (4 KB) of each.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -85,7 +89,7 @@ read_under_lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, venv_info
+from ansible_collections.blackwell.inference.plugins.module_utils import commands, failure, venv_info
 
 
 def run_module():
@@ -102,7 +106,7 @@ def run_module():
     try:
         reading = venv_info.read_host(commands.module_runner(module), p["root"], p["python"], p["tools"])
     except venv_info.VenvError as exc:
-        module.fail_json(msg=str(exc), **exc.reading)
+        module.fail_json(**failure.result("venv_probe", "read", str(exc), exc.reading, failure.READ_ONLY))
     module.exit_json(changed=False, **reading)
 
 

@@ -155,6 +155,12 @@ def test_long_reasons_stay_on_one_line():
     assert "\n" not in r["why"] and len(r["why"]) <= 320 and r["why"].endswith("...")
 
 
+def test_the_why_cell_is_one_bounded_line_with_every_journal_cause():
+    causes = [{"cause": "cause %d:\n%s" % (i, "y" * 250)} for i in range(4)]
+    r = fs.row("ct200", summary={"ready": False, "reason": "x" * 290 + "\nsecond line", "causes": causes})
+    assert "\n" not in r["why"] and len(r["why"]) == fs.WHY_LIMIT and r["why"].startswith("x" * 290) and r["why"].endswith("...")
+
+
 def test_table_lines_up_the_columns_and_the_document_counts():
     rows = [
         fs.row("ct200", cuda=CONVERGED, summary=READY),
