@@ -17,7 +17,7 @@ from .test_faults import no_traceback
 UNIT = "sglang-k26.service"
 MARKER = "/etc/ansible/facts.d/blackwell_inference.fact"
 MANIFEST = "/var/lib/blackwell-inference/sglang-k26/last-good/manifest.json"
-HAND_SERVER = "/root/hand_server.py"
+HAND_SERVER = "/usr/local/lib/hand_server.py"  # readable by nobody (not under /root)
 # an HTTP server that answers like SGLang: /health 200, /generate with a generated text
 HAND_SERVER_CODE = """import http.server, json
 class H(http.server.BaseHTTPRequestHandler):
