@@ -70,6 +70,7 @@ class FilterModule:
             "sglang_service_base_url": service_http.base_url,
             "sglang_service_marker": guard(sglang_service.marker),
             "sglang_service_rollback_note": sglang_service.rollback_note,
+            "sglang_service_rollback_outcome": sglang_service.rollback_outcome,
             "sglang_service_last_good_policy": sglang_service.last_good_policy,
             "sglang_service_stale_workspaces": sglang_service.stale_workspaces,
             "sglang_service_sample_refusal": sample_refusal,

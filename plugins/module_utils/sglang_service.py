@@ -410,25 +410,83 @@ def last_good_policy(settings, marker, warm, user):
     return {"warm": list(warm or []), "user": user or "", "source": "variables"}
 
 
-def rollback_note(restore, rewarm, health_back, restart, unit, restarted, venv=None):
-    """One sentence of what a rollback did: what was put back, the JIT re-warm, and whether the previous service
-    answers again. restore is service_snapshot's result, health_back service_health's (or a skipped result), venv the
+def rollback_note(restore, rewarm, health_back, restart, unit, restarted, venv=None, venv_failed=False):
+    """One sentence of what a rollback did: what was put back (and what was NOT), the JIT re-warm, and whether the
+    previous service answers again. restore is service_snapshot's result (a failed one lists what it put back in
+    `restored` and each file it could not in `errors`), health_back service_health's (or a skipped result), venv the
     sglang_venv role's rollback result sglang_venv_rollback ({path, target, switched, missing}; None when the snapshot
-    had no venv link)."""
-    snapshot = (restore or {}).get("snapshot")
+    had no venv link); venv_failed: that role's rollback entry failed."""
+    restore = restore or {}
+    snapshot = restore.get("snapshot")
     if not snapshot:
-        return "no last good state to restore; %s %s" % (unit, "stopped" if restarted else "not restarted")
-    steps = list((restore or {}).get("restored") or [])
+        what = "stopped" if restarted else "not restarted"
+        if restore.get("failed"):
+            return "the last good state could NOT be read (%s); %s %s" % (_short(restore.get("msg") or "failed"), unit, what)
+        return "no last good state to restore; %s %s" % (unit, what)
+    steps = list(restore.get("restored") or [])
+    steps += ["%s NOT put back" % str(e).split(": ", 1)[0] for e in restore.get("errors") or []]
     venv = venv if isinstance(venv, dict) else {}
-    if venv.get("missing"):
+    if venv_failed:
+        steps.append("link %s NOT put back: the sglang_venv role's rollback failed" % ((snapshot.get("link") or {}).get("path") or venv.get("path")))
+    elif venv.get("missing"):
         steps.append("link %s NOT put back: the venv %s is gone" % (venv.get("path"), venv.get("target")))
     elif venv.get("switched"):
         steps.append("link %s -> %s" % (venv.get("path"), venv.get("target")))
+    part = " in part" if restore.get("failed") or venv_failed else ""
     steps = ", ".join(steps) or "every file was as it was"
-    note = "restored the last good state of %s (%s); %s" % (snapshot.get("time"), steps, rewarm_note(rewarm))
+    note = "restored the last good state of %s%s (%s); %s" % (snapshot.get("time"), part, steps, rewarm_note(rewarm))
     if not restart:
         return note + "the service was left alone (sglang_service_restart is false)"
     health_back = health_back or {}
     if health_back.get("status") == 200:
         return note + "the previous service answers again"
     return note + "the previous service does NOT answer either: it %s" % (health_back.get("msg") or "was not asked")
+
+
+def _failed(result):
+    return isinstance(result, dict) and bool(result.get("failed"))
+
+
+def rollback_errors(restore, venv_back=None, reload=None, start=None, stop=None):
+    """The rollback's steps that put things back or start them and failed, one line each ("<step>: <why>"): each file
+    service_snapshot could not put back (or its one message when it failed before or after them), the sglang_venv
+    role's rollback entry ({failed, msg} recorded by the rescue around it), the daemon-reload, the start of the last
+    good state or the stop of the failed new one. Skipped and successful results name nothing. The re-warm and the
+    health wait are not here: the note says how they went."""
+    out = []
+    if _failed(restore):
+        out += ["put back the files: %s" % _short(e) for e in restore.get("errors") or []] or [
+            "put back the files: %s" % _short(restore.get("msg") or "failed")
+        ]
+    for step, result in (
+        ("put the venv link back", venv_back),
+        ("reload systemd", reload),
+        ("start the last good state", start),
+        ("stop the failed new state", stop),
+    ):
+        if _failed(result):
+            out.append("%s: %s" % (step, _short(result.get("msg") or "failed")))
+    return out
+
+
+def rollback_outcome(
+    restore, cause, host, marker_path, unit, restart, restarted, venv=None, venv_back=None, reload=None, start=None, stop=None, rewarm=None, health_back=None
+):
+    """What a rollback says when it is over, every step having run: {"note", "errors", "reason", "msg"}.
+
+    venv is sglang_venv_rollback (its rollback entry's result), used only when the snapshot has a venv link;
+    venv_back the rescue's {failed, msg} when that entry failed. note is rollback_note's sentence; errors
+    rollback_errors' lines; reason the failed marker's (the cause, the note, then every restore error); msg the play's
+    one failure: "<host> is NOT READY: <cause>. <note>. Marker: <path>." and then one line per restore step that
+    failed."""
+    if not isinstance(((restore or {}).get("snapshot") or {}).get("link"), dict):
+        venv = None  # the snapshot had no venv link: the venv role's rollback did not run
+    note = rollback_note(restore, rewarm, health_back, restart, unit, restarted, venv, venv_failed=_failed(venv_back))
+    errors = rollback_errors(restore, venv_back, reload, start, stop)
+    reason = "%s; %s" % (cause, note)
+    msg = "%s is NOT READY: %s. %s. Marker: %s." % (host, cause, note, marker_path)
+    if errors:
+        reason += "; restore steps that failed: " + "; ".join(errors)
+        msg += "\n%d restore step%s failed (the others ran):\n" % (len(errors), "" if len(errors) == 1 else "s")
+        msg += "\n".join("- " + e for e in errors)
+    return {"note": note, "errors": errors, "reason": reason, "msg": msg}

@@ -14,8 +14,16 @@ description:
     link points. O(state=saved) copies them (content, mode, owner, or the fact that a file is absent) into O(store),
     replacing the previous snapshot in one rename (O(store) is a symlink to it), so a play killed at any step leaves
     a whole snapshot behind.
+  - Durability - each copy and then the manifest (which names them) is written to a temporary file in a new directory
+    beside the previous snapshot, fsynced and renamed into place; the directory and its parent are fsynced before
+    O(store) is re-pointed and again after, and only then is the previous snapshot removed. A power cut at any point
+    leaves O(store) on the previous snapshot or on the new one, whole.
   - O(state=restored) makes the host equal to the snapshot again, byte for byte, and re-points the venv link when
-    O(link) is given; it reports what it put back. O(state=inspect) only compares.
+    O(link) is given; it reports what it put back. Each file is written to a temporary file beside it that is created
+    with its final mode and owner (a secret is never readable by others, not even for a moment), checked against the
+    manifest's sha256, fsynced and renamed into place. Every differing file is tried even when one fails; the task
+    then fails naming each one that was not put back (RV(errors)) and what was (RV(restored)).
+  - O(state=inspect) only compares.
   - The sglang_service role saves a snapshot only once the restarted service has answered its health check, and
     restores its files after a failed smoke or a failed health check; the sglang_venv role's C(rollback) entry puts
     the venv link back (the snapshot's C(link) in the result names it).
@@ -99,6 +107,11 @@ restored:
   returned: always
   type: list
   elements: str
+errors:
+  description: With O(state=restored), one line per step that failed (C(write PATH) and why); the others were taken.
+  returned: always
+  type: list
+  elements: str
 checksums:
   description: sha256 of each file now (null when absent), for fingerprints.
   returned: always
@@ -136,69 +149,158 @@ def host_state(files, link):
     return {"files": {p: file_state(p) for p in files}, "link": {"path": link, "target": target} if link else None}
 
 
+def _pointer(store):
+    """The new link of a save, beside store, before it is renamed onto store."""
+    parent, base = os.path.split(store)
+    return os.path.join(parent, ".%s.link" % base)
+
+
 def read_snapshot(store):
-    """The manifest of the snapshot store points at (None when there is none)."""
-    path = os.path.join(store, snap.MANIFEST)
+    """The manifest of the snapshot store points at (None when there is none). A store without one while a save's
+    new link has one (a save killed while it replaced a store of the old kind, a plain directory) is read through
+    that link: the save made it durable before it touched store."""
+    where = store
+    if not os.path.exists(os.path.join(store, snap.MANIFEST)) and os.path.exists(os.path.join(_pointer(store), snap.MANIFEST)):
+        where = _pointer(store)
+    path = os.path.join(where, snap.MANIFEST)
     if not os.path.exists(path):
         return None
     with open(path) as fh:
         manifest = snap.load(fh.read())
-    manifest["dir"] = os.path.realpath(store)
+    manifest["dir"] = os.path.realpath(where)
     return manifest
 
 
+def fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_new(path, chunks, mode, uid=None, gid=None):
+    """chunks (bytes) into path, a new file created with its final mode and owner before any byte is written,
+    flushed and fsynced. Returns the sha256 of what was written."""
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        if uid is not None:
+            os.fchown(fd, uid, gid)
+        os.fchmod(fd, mode)  # exactly the mode (the umask only narrowed it), after chown (which may clear bits)
+        with os.fdopen(fd, "wb", closefd=False) as fh:
+            for chunk in chunks:
+                digest.update(chunk)
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
+
+
+def _chunks(path):
+    with open(path, "rb") as fh:
+        yield from iter(lambda: fh.read(1 << 16), b"")
+
+
+def _put(directory, name, chunks, mode, uid=None, gid=None):
+    """name in directory, durably: a temporary file beside it (_write_new), renamed into place. The caller fsyncs
+    directory. Returns the sha256 of the content."""
+    final = os.path.join(directory, name)
+    tmp = os.path.join(directory, ".%s.blackwell-tmp" % name)
+    if os.path.lexists(tmp):
+        os.unlink(tmp)  # left by a run killed while writing it
+    digest = _write_new(tmp, chunks, mode, uid, gid)
+    os.replace(tmp, final)
+    return digest
+
+
 def save(store, files, link, link_target, now):
-    """A new snapshot directory beside store, then store (a symlink) re-pointed at it in one rename: a save
-    killed at any point leaves the previous snapshot whole. No directory is renamed (overlayfs refuses that
-    for directories of a lower layer, as in container images)."""
+    """A new snapshot directory beside store, made durable, then store (a symlink) re-pointed at it in one rename.
+
+    Every blob, then the manifest (last: it names the blobs), is written to a temporary file, fsynced and renamed
+    into place; the new directory and its parent are fsynced before store moves, and the parent again after, so
+    a save killed (or a power cut) at any point leaves store on the previous snapshot or on the new one, whole.
+    The previous snapshot's directory is removed only once store is durably on the new one. No directory is
+    renamed (overlayfs refuses that for directories of a lower layer, as in container images)."""
     parent, base = os.path.split(store.rstrip("/"))
     os.makedirs(parent, mode=0o700, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=base + ".", dir=parent)
+    work = tempfile.mkdtemp(prefix=base + ".", dir=parent)  # 0700
     entries = {}
     for index, path in enumerate(sorted(files)):
         state = file_state(path)
         if state["exists"]:
             state["blob"] = snap.blob_name(index)
-            shutil.copyfile(path, os.path.join(work, state["blob"]))
+            state["sha256"] = _put(work, state["blob"], _chunks(path), 0o600)  # the bytes kept, even if path moved on
         entries[path] = state
-    with open(os.path.join(work, snap.MANIFEST), "w") as fh:
-        fh.write(snap.dump(snap.make_manifest(now, entries, link, link_target)))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.chmod(work, 0o700)
-    if os.path.isdir(store) and not os.path.islink(store):
-        shutil.rmtree(store)
-    pointer = os.path.join(parent, ".%s.link" % base)
+    _put(work, snap.MANIFEST, [snap.dump(snap.make_manifest(now, entries, link, link_target)).encode()], 0o600)
+    fsync_dir(work)
+    fsync_dir(parent)  # the new directory's entry
+    pointer = _pointer(store)
     if os.path.lexists(pointer):
         os.unlink(pointer)
     os.symlink(os.path.basename(work), pointer)
+    fsync_dir(parent)
+    if os.path.isdir(store) and not os.path.islink(store):
+        # a store of the old kind (a plain directory): its manifest goes first, so that what is left of it is never
+        # read as a snapshot; read_snapshot reads the new one through the pointer until the rename below
+        if os.path.lexists(os.path.join(store, snap.MANIFEST)):
+            os.unlink(os.path.join(store, snap.MANIFEST))
+            fsync_dir(store)
+        shutil.rmtree(store)
     os.replace(pointer, store)
-    for name in os.listdir(parent):  # earlier snapshots, and the work of a save killed before its rename
+    fsync_dir(parent)
+    for name in os.listdir(parent):  # the previous snapshot, and the work of a save killed before its rename
         old = os.path.join(parent, name)
         if name.startswith(base + ".") and old != work and os.path.isdir(old) and not os.path.islink(old):
             shutil.rmtree(old, ignore_errors=True)
 
 
+def _restore_file(manifest, path, data):
+    """The snapshot's copy of path put back: a temporary file beside path, created with the final mode and owner,
+    the blob's bytes checked against the manifest's sha256 before it replaces path."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    tmp = "%s.blackwell-restore" % path
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    try:
+        digest = _write_new(tmp, _chunks(os.path.join(manifest["dir"], data["blob"])), data["mode"], data["uid"], data["gid"])
+        if digest != data["sha256"]:
+            raise ValueError("the snapshot's copy %s is damaged (sha256 %s, the manifest says %s)" % (data["blob"], digest[:12], str(data["sha256"])[:12]))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    fsync_dir(directory)
+
+
 def restore(manifest, steps):
-    done = []
+    """Every step is tried, in order, even after one fails. Returns (done, errors): what was put back, and one line
+    per step that failed ("write PATH: why")."""
+    done, errors = [], []
     for action, path, data in steps:
-        if action == "write":
-            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-            tmp = "%s.blackwell-restore" % path
-            shutil.copyfile(os.path.join(manifest["dir"], data["blob"]), tmp)
-            os.chown(tmp, data["uid"], data["gid"])
-            os.chmod(tmp, data["mode"])
-            os.replace(tmp, path)
-        elif action == "remove":
-            os.unlink(path)
-        elif action == "link":
-            tmp = "%s.blackwell-restore" % path
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-            os.symlink(data, tmp)
-            os.replace(tmp, path)
-        done.append("%s %s%s" % (action, path, " -> " + data if action == "link" else ""))
-    return done
+        what = "%s %s%s" % (action, path, " -> " + data if action == "link" else "")
+        try:
+            if action == "write":
+                _restore_file(manifest, path, data)
+            elif action == "remove":
+                os.unlink(path)
+                fsync_dir(os.path.dirname(path))
+            elif action == "link":
+                tmp = "%s.blackwell-restore" % path
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
+                os.symlink(data, tmp)
+                os.replace(tmp, path)
+                fsync_dir(os.path.dirname(path))
+        except (OSError, ValueError) as exc:
+            errors.append("%s: %s" % (what, exc))
+            continue
+        done.append(what)
+    return done, errors
 
 
 def main():
@@ -221,7 +323,7 @@ def main():
     except (OSError, ValueError) as exc:
         module.fail_json(msg="cannot read the service's state or its snapshot in %s: %s" % (store, exc))
     diffs = snap.differences(current, manifest) if manifest else []
-    result = {"changed": False, "snapshot": manifest, "differences": diffs, "restored": []}
+    result = {"changed": False, "snapshot": manifest, "differences": diffs, "restored": [], "errors": []}
 
     if p["state"] == "saved":
         target = p["link_target"] or (current["link"] or {}).get("target")
@@ -240,11 +342,18 @@ def main():
         result["changed"] = bool(steps)
         result["restored"] = ["%s %s" % (step[0], step[1]) for step in steps]
         if steps and not module.check_mode:
+            result["restored"], result["errors"] = restore(manifest, steps)
             try:
-                result["restored"] = restore(manifest, steps)
                 current = host_state(p["files"], p["link"])
             except (OSError, ValueError) as exc:
-                module.fail_json(msg="cannot restore the snapshot of %s: %s" % (manifest.get("time"), exc), **result)
+                module.fail_json(msg="cannot read the service's state after the restore: %s" % exc, **result)
+            if result["errors"]:
+                result.update(current=current, left=snap.differences(current, manifest))
+                module.fail_json(
+                    msg="could not put back %d of the %d differing files and links of the snapshot of %s (the others were): %s"
+                    % (len(result["errors"]), len(steps), manifest.get("time"), "; ".join(result["errors"])),
+                    **result,
+                )
             left = snap.differences(current, manifest)
             if left:
                 module.fail_json(msg="the host still differs from the snapshot after the restore", left=left, **result)
