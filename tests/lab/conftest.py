@@ -174,6 +174,16 @@ class Lab:
         self.image, self.fresh = image, True
         if state == "converged":
             wait_for_health()
+            wait_for_the_ready_unit()
+
+
+def wait_for_the_ready_unit(timeout=300, host=LAB_HOST, ssh_config=None):
+    """After a boot the service answers before its ready unit has judged the answer and written the marker (phase
+    serving): wait for that unit's end (exited, failed; dead where there is none), so a test reads a settled marker."""
+    unit = "sglang-k26-ready.service"
+    cond = "until systemctl show -p SubState --value %s | grep -Eqx 'exited|failed|dead'; do sleep 0.2; done" % unit
+    res = subprocess.run(["ssh", "-F", SSH_CONFIG, LAB_HOST, "timeout %d sh -c %s" % (timeout, shlex.quote(cond))], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, "%s on the lab host did not end within %d s of booting: %s" % (unit, timeout, res.stderr)
 
 
 def wait_for_health(index=LAB_INDEX, timeout=300):

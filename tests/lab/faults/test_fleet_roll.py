@@ -18,7 +18,7 @@ import testinfra
 
 from .. import fleet as lab_fleet
 from .. import images
-from ..conftest import LAB_DIR, LAB_INDEX, LAB_SUITE, ROOT, lab_env, wait_for_health
+from ..conftest import LAB_DIR, LAB_INDEX, LAB_SUITE, ROOT, lab_env, wait_for_health, wait_for_the_ready_unit
 
 DROPIN = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
 CURAND = "/usr/local/cuda-13.0/targets/x86_64-linux/include"
@@ -37,8 +37,9 @@ def fleet():
     hosts = lab_fleet.members(3, LAB_INDEX)
     lab_fleet.up(hosts, images.name("converged"), LAB_SUITE, env=lab_env())
     try:
-        for _name, idx in hosts:
+        for name, idx in hosts:
             wait_for_health(idx)
+            wait_for_the_ready_unit(host=name, ssh_config=os.path.join(LAB_DIR, "ssh_config." + name))  # the marker settled
         yield hosts
     finally:
         assert lab_fleet.down(hosts, env=lab_env()) == "", "a fleet host left something behind"
