@@ -14,6 +14,8 @@
 #      allowed; and, where systemd is PID 1, nvidia-smi -L and the jit_smoke launch as transient units with those rules
 #      (systemd-run -p DevicePolicy=closed -p DeviceAllow=... -p NoNewPrivileges=yes -p ProtectKernelModules=yes, as
 #      the units run). Without systemd as PID 1 those two rows are a FAIL that says so.
+#   6. the saxpy launch on every GPU alone (CUDA_VISIBLE_DEVICES=<its UUID>), in a transient unit with those rules where
+#      systemd is PID 1 (as the boot validator runs on ct200), else as a plain process; one row per GPU.
 # A host whose GPUs are of more than one kind (CC 9.0 and 12.0) is checked as the service role serves it: one
 # service per GPU kind (the role refuses one service over both, module_utils/sglang_rules.mixed_refusal), each with
 # its own CUDA_VISIBLE_DEVICES, SGLang's list for that kind, its own warm-up, then the per-GPU step.
@@ -176,6 +178,24 @@ else
     > "$out/unit-not-run"
 fi
 
+# 6. The saxpy launch on every GPU, each alone (CUDA_VISIBLE_DEVICES=<its UUID>), where systemd is PID 1 in a transient
+# unit with the units' device rules (what the boot validator does on ct200), else as a plain process.
+mapfile -t uuids < <("$py" -c 'import json, sys
+f = json.load(open(sys.argv[1])).get("ansible_facts", {}).get("blackwell_cuda", {})
+print("\n".join(g["uuid"] for g in sorted(f.get("gpus") or [], key=lambda g: g["index"])))' "$out/cuda_facts.json" 2>/dev/null)
+for i in "${!uuids[@]}"; do
+  launch_args=$(printf '{"environment": {"CUDA_HOME": "%s", "PATH": "%s", "CUDA_VISIBLE_DEVICES": "%s"}, "launch": "always"}' \
+    "$cuda_home" "$sys_path" "${uuids[$i]}")
+  if [ ! -e "$out/unit-not-run" ]; then
+    printf '{"ANSIBLE_MODULE_ARGS": %s}' "$launch_args" > "$out/gpu-launch-$i.args"
+    timeout 300 systemd-run --wait --pipe --quiet --collect "${props[@]}" -p "Environment=PYTHONPATH=$PYTHONPATH" \
+      "$(command -v "$py")" -m ansible_collections.blackwell.inference.plugins.modules.jit_smoke "$out/gpu-launch-$i.args" \
+      > "$out/gpu-launch-$i.json" 2> "$out/gpu-launch-$i.err" < /dev/null
+  else
+    module jit_smoke "$launch_args" "gpu-launch-$i"
+  fi
+done
+
 "$py" - "$out" "$cuda_home" "${GPU_VENV:-}" "$has_sglang" <<'PY'
 import json, os, sys
 from ansible_collections.blackwell.inference.plugins.module_utils import service_plan, sglang_rules
@@ -274,6 +294,15 @@ for title in ("nvidia-smi -L in a transient unit with the units' device rules", 
         r = load("unit-jit_smoke")
         la = r.get("steps", {}).get("launch", {})
         rows.append((title, bool(la.get("launched") and la.get("ok")), la.get("detail") or la.get("reason") or r.get("msg", "")))
+# 6. the saxpy launch on every GPU, each alone
+where = "a plain process (systemd is not PID 1)" if os.path.exists(os.path.join(out, "unit-not-run")) else "a transient unit with the units' device rules"
+for i, g in enumerate(sorted(gpus, key=lambda g: g["index"])):
+    r = load("gpu-launch-%d" % i)
+    la = r.get("steps", {}).get("launch", {})
+    rows.append(("saxpy launch on GPU %s alone, in %s" % (g["index"], where), bool(la.get("launched") and la.get("ok")),
+                 la.get("detail") or la.get("reason") or r.get("msg", "no output")))
+if not gpus:
+    rows.append(("saxpy launch on every GPU", False, "not run: no GPU found"))
 if not groups:
     try:
         why = open(os.path.join(out, "groups.err")).read().strip()[-300:]
