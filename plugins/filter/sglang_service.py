@@ -35,10 +35,10 @@ def device_allow(access="rw"):
     return systemd_devices.allow_entries(str(access))
 
 
-def device_refusal(blackwell_cuda, source="/proc/devices"):
+def device_refusal(blackwell_cuda, source="/proc/devices", uvm_loaded=False):
     """'' when the units' DeviceAllow= rules would let CUDA open the GPUs nvidia-smi answers with; else why not."""
     facts = blackwell_cuda or {}
-    return systemd_devices.refusal(facts.get("device_majors"), bool(facts.get("gpus")), source=source) or ""
+    return systemd_devices.refusal(facts.get("device_majors"), bool(facts.get("gpus")), source=source, uvm_loaded=bool(uvm_loaded)) or ""
 
 
 class FilterModule:

@@ -112,10 +112,11 @@ def denied(entries, proc, gpu_minors, nodes=None):
     return sorted(path for path, node in required_nodes(proc, gpu_minors).items() if node[1] is None or not allows(rules, node))
 
 
-def refusal(proc, gpus_answer, entries=DEVICE_ALLOW, source=PROC_DEVICES):
+def refusal(proc, gpus_answer, entries=DEVICE_ALLOW, source=PROC_DEVICES, uvm_loaded=False):
     """One sentence refusing the host, or None: nvidia-smi answers with GPUs but the units' rules match no major
     /proc/devices registers for /dev/nvidiactl (the sandbox would deny every GPU), or nvidia-uvm is not registered
-    (CUDA needs it, and the sandbox cannot load it). proc: /proc/devices text, {name: major}, or None (unreadable)."""
+    (CUDA needs it, and the sandbox cannot load it) and was not loaded since it was read (uvm_loaded).
+    proc: /proc/devices text, {name: major}, or None (unreadable)."""
     if not gpus_answer:
         return None
     if proc is None:
@@ -133,7 +134,7 @@ def refusal(proc, gpus_answer, entries=DEVICE_ALLOW, source=PROC_DEVICES):
             " name there for major %d, so the service and its boot validator would be denied /dev/nvidiactl and every /dev/nvidiaN."
             % (source, has, ", ".join(entries), NVIDIA_MAJOR)
         )
-    if UVM not in [name for _major, name in names]:
+    if UVM not in [name for _major, name in names] and not uvm_loaded:
         return (
             "nvidia-smi answers with GPUs but %s has no %s (it has %s): CUDA needs /dev/nvidia-uvm and the units' sandbox"
             " cannot load kernel modules, so load it before the units start (nvidia-uvm in /etc/modules-load.d/, or"

@@ -96,6 +96,8 @@ def test_dropin_marker_and_boot_unit(host, run):
     text = dropin.content_string
     assert "Requires=sglang-k26-validate.service" in text and "After=sglang-k26-validate.service" in text
     assert "Wants=sglang-k26-ready.service" in text  # the answer check after a boot
+    # nvidia-uvm loaded at every boot before the hardened units (they cannot load it)
+    assert host.file("/etc/modules-load.d/blackwell-inference-nvidia-uvm.conf").content_string.splitlines()[-1] == "nvidia-uvm"
     assert 'Environment="CUDA_HOME=/usr/local/cuda-13.0"' in text and "LD_LIBRARY_PATH" not in text
     assert 'ExecStart=\nExecStart="/opt/sglang/current/bin/python" "/usr/local/libexec/sglang-standin.py"' in text
     assert host.file("/var/cache/sglang").mode == 0o750

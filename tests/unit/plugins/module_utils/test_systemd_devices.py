@@ -193,3 +193,10 @@ def test_facts_read_the_table_once_from_the_given_path(tmp_path):
     majors, error = cuda_measure.gather_device_majors(str(tmp_path / "missing"))
     assert majors is None and "cannot read" in error
     assert cuda_measure.FACTS_DEFAULTS["proc_devices"] == "/proc/devices"
+
+
+def test_nvidia_uvm_loaded_by_the_role_since_the_read_is_not_refused():
+    assert "no nvidia-uvm" in sd.refusal(R580_NO_UVM, True)
+    assert sd.refusal(R580_NO_UVM, True, uvm_loaded=True) is None
+    # a loaded uvm does not excuse rules that deny /dev/nvidiactl
+    assert "would be denied /dev/nvidiactl" in sd.refusal(R580_NO_UVM, True, entries=["char-nvidia-frontend"], uvm_loaded=True)
