@@ -69,6 +69,7 @@ class FilterModule:
             "sglang_service_health_stands": sglang_service.health_stands,
             "sglang_service_base_url": service_http.base_url,
             "sglang_service_marker": guard(sglang_service.marker),
+            "sglang_service_overridden_marker": sglang_service.overridden,
             "sglang_service_rollback_note": sglang_service.rollback_note,
             "sglang_service_rollback_outcome": sglang_service.rollback_outcome,
             "sglang_service_last_good_policy": sglang_service.last_good_policy,

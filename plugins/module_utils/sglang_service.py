@@ -303,7 +303,7 @@ def revalidation(need, toolkit_installed=False, venv_switched=False, units_chang
     return ""
 
 
-PHASES = ("serving", "validated", "failed")
+PHASES = ("serving", "validated", "failed", "overridden")
 
 
 def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, smoke, previous=None, source="ansible", phase=None, vouched=None, promote=False):
@@ -490,3 +490,14 @@ def rollback_outcome(
         msg += "\n%d restore step%s failed (the others ran):\n" % (len(errors), "" if len(errors) == 1 else "s")
         msg += "\n".join("- " + e for e in errors)
     return {"note": note, "errors": errors, "reason": reason, "msg": msg}
+
+
+def overridden(marker, reason, now):
+    """The marker of a host whose unit another file overrides (service_plan.foreign_refusal): not ready, phase
+    overridden, with that reason; None when there is nothing to write (no marker, or one that says not ready already).
+    The running service may still be the validated one, but a restart would run what the other file sets."""
+    if not marker or not marker.get("ready"):
+        return None
+    out = dict(marker)
+    out.update(ready=False, phase="overridden", reason=str(reason), time=now, source="ansible")
+    return out

@@ -716,3 +716,12 @@ READY = {"needed": False, "why": "ready for the current inputs"}
 )
 def test_revalidation(need, changes, why):
     assert ss.revalidation(need, **changes) == why
+
+
+def test_an_overridden_unit_marks_a_ready_marker_not_ready_once():
+    ready = {"ready": True, "phase": "serving", "reason": "kernel launched", "source": "boot validation (x)", "last_good": {"venv": "/v"}}
+    got = ss.overridden(ready, "90-local.conf sets CUDA_HOME=/usr/local/cuda-12.8", "2026-12-06T12:00:00Z")
+    assert got["ready"] is False and got["phase"] == "overridden" and got["reason"].startswith("90-local.conf sets")
+    assert got["last_good"] == {"venv": "/v"} and got["source"] == "ansible" and ready["ready"] is True
+    assert ss.overridden(got, "again", "2026-12-06T12:01:00Z") is None  # already not ready: nothing to write
+    assert ss.overridden({}, "x", "t") is None
