@@ -12,11 +12,10 @@ Installed beside boot_validate.py (stdlib only, no Ansible): socket_owner and se
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 try:
     from ansible_collections.blackwell.inference.plugins.module_utils import service_health, socket_owner
@@ -58,18 +57,25 @@ def _first(reason):
 
 
 def ask(url, timeout, body=None):
-    """(status, text) of a GET (or a JSON POST with body); -1 and the error when nothing answered."""
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+    """(status, text) of a GET (or a JSON POST with body) to an http URL; -1 and the error when nothing answered."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
         return -1, "not an http URL: %s" % url
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})  # noqa: S310 - http(s) only
+    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the service's own http URL
-            return resp.status, resp.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode("utf-8", "replace")
-    except (OSError, ValueError) as exc:
+        if body is None:
+            conn.request("GET", path)
+        else:
+            conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode("utf-8", "replace")
+    except (OSError, http.client.HTTPException, ValueError) as exc:
         return -1, str(exc)
+    finally:
+        conn.close()
 
 
 def wait(cfg, unit_props, clock=time.monotonic, sleep=time.sleep, asker=ask, owners=socket_owner.owners):

@@ -40,7 +40,7 @@ def parse(text):
         elif line.lower().startswith("block devices"):
             section = "block"
         elif line and section:
-            major, _, name = line.partition(" ")
+            major, _sep, name = line.partition(" ")
             if major.isdigit() and name.strip():
                 out[section].append((int(major), name.strip()))
     return out
@@ -71,7 +71,7 @@ def resolve(entries, proc, nodes=None):
     tables = _tables(proc)
     rules = []
     for entry in entries:
-        spec, _, access = str(entry).strip().partition(" ")
+        spec, _sep, access = str(entry).strip().partition(" ")
         access = access.strip() or "rwm"
         for prefix, kind, section in (("char-", "c", "char"), ("block-", "b", "block")):
             if spec.startswith(prefix):

@@ -62,8 +62,10 @@ class Clock:
         self.now += secs
 
 
-def _wait(answers, owners=MINE, props=None, cfg=CFG):
+def _wait(answers, owners=None, props=None, cfg=None):
     clock, asked = Clock(), []
+    owners = MINE if owners is None else owners
+    cfg = cfg or CFG
 
     def asker(url, timeout, body=None):
         asked.append(url)
@@ -94,3 +96,37 @@ def test_wait_ends_on_a_failed_unit_or_the_timeout_and_names_a_failed_sample():
     assert ok is False and why == "its sampled request failed: answered HTTP 500: CUDA error"
     (ok, why), _asked, _t = _wait([(200, "ok")], cfg=dict(CFG, sample_url=""))
     assert ok is True and why == "http://127.0.0.1:30000/health answered"
+
+
+def test_ask_gets_and_posts_over_http_and_says_when_nothing_answers():
+    import http.server
+    import json
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(json.dumps({"text": body["text"] * 2}).encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = "http://127.0.0.1:%d" % server.server_port
+    try:
+        assert boot_serving.ask(base + "/health", 5) == (200, "ok")
+        assert boot_serving.ask(base + "/other?x=1", 5)[0] == 404
+        assert boot_serving.ask(base + "/generate", 5, {"text": "ab"}) == (200, '{"text": "abab"}')
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert boot_serving.ask(base + "/health", 2)[0] == -1  # closed: nothing answers
+    assert boot_serving.ask("file:///etc/passwd", 2) == (-1, "not an http URL: file:///etc/passwd")

@@ -261,7 +261,13 @@ def test_a_store_of_the_old_kind_is_replaced_without_a_moment_without_a_snapshot
     shutil.copytree(os.path.realpath(other), store)  # a plain directory, as an early version of the module left it
     assert whole(store) == "t0"
     real = os.replace
-    monkeypatch.setattr(os, "replace", lambda src, dst: (_ for _ in ()).throw(Fault(5, "killed")) if dst == store else real(src, dst))
+
+    def replace(src, dst):
+        if dst == store:
+            raise Fault(5, "killed")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(Fault):
         mod.save(store, files, None, None, "t1")
     assert not os.path.exists(store) and whole(store) == "t1"  # read through the save's new link
