@@ -40,7 +40,12 @@ def _flush():
 # files are handed to the two workers longest first, so neither ends with a long file while the other idles.
 LAB_FILE_SECONDS = {
     "tests/lab/faults/test_ready_rollback.py": 950,
-    "tests/lab/faults/test_ready_boot_lock.py": 600,
+    "tests/lab/faults/test_ready_boot_lock.py": 850,
+    "tests/lab/faults/test_rollback_goes_on.py": 250,
+    "tests/lab/faults/test_short_failures.py": 120,
+    "tests/lab/faults/test_not_the_units_answer.py": 120,
+    "tests/lab/faults/test_foreign_dropin.py": 90,
+    "tests/lab/before/test_unit_values.py": 60,
     "tests/lab/faults/test_faults_kill.py": 600,
     "tests/lab/faults/test_faults.py": 500,
     "tests/lab/after/test_sglang_venv.py": 450,
