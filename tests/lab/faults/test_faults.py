@@ -158,12 +158,17 @@ def test_truncated_jit_module_is_found_and_rebuilt_by_the_smoke(run):
 
 def test_truncated_jit_module_is_rebuilt_at_boot_before_the_service_starts(run):
     run("truncate -s 4096 " + sampling_library(run))
-    run("systemctl restart sglang-k26-validate.service")
+    run("systemctl restart sglang-k26-validate.service")  # and the service with it (Requires=)
     m = marker(run)
-    assert m["ready"] and m["source"] == "boot validation (sglang-k26.service)"
+    # validated, not ready: nobody has seen the restarted service answer yet
+    assert not m["ready"] and m["phase"] == "validated" and m["source"] == "boot validation (sglang-k26.service)", m
     assert m["smoke"]["warm"]["modules"][0]["repaired"] == "killed by signal 7"
     wait_for_health(run)
     serving(run)
+    # its ready unit (restarted with the service) saw the service answer and marked it ready
+    on_host_until(run, "systemctl show -p SubState --value sglang-k26-ready.service | grep -Eqx 'exited|failed'", "the ready unit's end")
+    m = marker(run)
+    assert m["ready"] and m["phase"] == "serving" and m["smoke"]["warm"]["modules"][0]["repaired"] == "killed by signal 7", m
 
 
 # -- the GPUs and the driver (nvidia-smi double) ----------------------------------------------------
