@@ -83,7 +83,6 @@ def wait(cfg, unit_props, clock=time.monotonic, sleep=time.sleep, asker=ask, own
     process in the unit's cgroup (unit_props() -> ControlGroup, MainPID, ActiveState), then the sampled request must
     succeed. A unit that is failed or inactive ends the wait at once."""
     start = clock()
-    port = urllib.parse.urlsplit(cfg["health_url"]).port or 80
     last = "no answer yet"
     while True:
         props = unit_props()
@@ -91,7 +90,7 @@ def wait(cfg, unit_props, clock=time.monotonic, sleep=time.sleep, asker=ask, own
             return False, "the unit is %s (%s)" % (props.get("ActiveState"), props.get("Result") or "?")
         status, _text = asker(cfg["health_url"], 5)
         if status == 200:
-            ok, other = socket_owner.verdict(owners(port), props.get("ControlGroup"), props.get("MainPID"))
+            ok, other = socket_owner.answer_verdict(cfg["health_url"], props, owners_of=owners)
             if not ok:
                 return False, other
             if not cfg.get("sample_url"):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
-import urllib.parse
 
 from ansible.module_utils.urls import open_url
 
@@ -38,14 +37,9 @@ def unit_state(module, unit):
     return health.parse_show(out)
 
 
-def answer_owner(url, props, invocation_before=None, owners=socket_owner.owners):
-    """(ok, why) of an answer on url's port for the unit whose state is props (unit_state(): ControlGroup, MainPID,
-    InvocationID): ok only when the port's listening socket is held by a process in the unit's cgroup, and, after this
-    run's restart (invocation_before: the unit's InvocationID before it), by a new invocation of the unit."""
-    parts = urllib.parse.urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    fresh = {"invocation_before": invocation_before, "invocation": props.get("InvocationID")} if invocation_before else None
-    return socket_owner.verdict(owners(port), props.get("ControlGroup"), props.get("MainPID"), fresh)
+def answer_owner(url, props, invocation_before=None, owners=None):
+    """(ok, why): whether an answer on url's port is the unit's own (socket_owner.answer_verdict)."""
+    return socket_owner.answer_verdict(url, props, invocation_before, owners)
 
 
 def ask(url, timeout):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import urllib.parse
 
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column
 
@@ -64,6 +65,17 @@ def verdict(owners, control_group, main_pid=None, fresh=None):
         other.get("command") or "?",
         main_pid or "?",
     )
+
+
+def answer_verdict(url, props, invocation_before=None, owners_of=None):
+    """(ok, why) of an answer on url's port for the unit whose state is props (systemctl show: ControlGroup, MainPID,
+    InvocationID): verdict() over the processes holding the port's listening socket; with invocation_before (the unit's
+    InvocationID before this run restarted it) the answer must come from a new start. The play's health check and the
+    ready unit after a boot both judge an answer with it."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    fresh = {"invocation_before": invocation_before, "invocation": props.get("InvocationID")} if invocation_before else None
+    return verdict((owners_of or owners)(port), props.get("ControlGroup"), props.get("MainPID"), fresh)
 
 
 def owners(port, proc="/proc"):
