@@ -13,7 +13,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.blackwell.inference.plugins.module_utils import host_lock
+from ansible_collections.blackwell.inference.plugins.module_utils.host import lock as host_lock
 
 POLL = 2
 

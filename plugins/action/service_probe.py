@@ -1,20 +1,49 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller side of blackwell.inference.service_probe: the reading site.yml's lock made with the same options (given
-as `reading`) is returned, facts included, without a call to the host; otherwise the module reads."""
+as `reading`) is returned, facts included, without a call to the host; otherwise the module reads. Given `validator`,
+it also returns the boot validator's files (`validator_paths`): this collection's module_utils the validator imports,
+read from the collection itself, as entries of the paths module."""
 
 from __future__ import annotations
 
+import os
+
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.blackwell.inference.plugins.plugin_utils import lock_reading
 
-# the options host_lock's read.service is given (module_utils/service_read.py PARAMS)
+# the options host_lock's read.service is given (module_utils/host/service_read.py PARAMS)
 OPTIONS = ("marker", "cuda_home", "jit_dir", "snapshot_store", "unit", "facts", "summary_facts", "health", "observe")
+# this collection's plugins/ directory; a validator file named ansible_collections/blackwell/inference/plugins/X is X here
+PLUGINS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TREE = "ansible_collections/blackwell/inference/plugins/"
+
+
+def validator_paths(spec):
+    """Entries of the paths module for the validator's package tree under spec['root']: spec['dirs'] with
+    spec['dir_entry'], spec['files'] with spec['file_entry'] and the text of this collection's file of that name (an
+    __init__.py above plugins/ is empty), spec['gone'] absent."""
+    root = spec["root"].rstrip("/")
+    entries = [dict(spec["dir_entry"], path="%s/%s" % (root, d)) for d in spec["dirs"]]
+    for name in spec["files"]:
+        if name.startswith(TREE):
+            with open(os.path.join(PLUGINS, name[len(TREE) :]), encoding="utf-8") as fh:
+                content = fh.read()
+        elif os.path.basename(name) == "__init__.py":
+            content = ""
+        else:
+            raise AnsibleActionFail("validator: %s is not a file of this collection's plugins" % name)
+        entries.append(dict(spec["file_entry"], path="%s/%s" % (root, name), content=content))
+    return entries + [{"path": "%s/%s" % (root, name), "state": "absent"} for name in spec.get("gone", ())]
 
 
 class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        validator = self._task.args.pop("validator", None)
         result.update(lock_reading.run(self, "blackwell.inference.service_probe", lambda args: {k: args.get(k) for k in OPTIONS}, task_vars))
+        if validator:
+            result["validator_paths"] = validator_paths(validator)
         return result

@@ -41,7 +41,8 @@ import os
 from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.blackwell.inference.plugins.module_utils import files, fleet_summary
+from ansible_collections.blackwell.inference.plugins.module_utils.common import files
+from ansible_collections.blackwell.inference.plugins.module_utils.fleet import summary as fleet_summary
 
 
 class CallbackModule(CallbackBase):

@@ -35,7 +35,8 @@ import time
 from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.blackwell.inference.plugins.module_utils import fleet_summary, progress
+from ansible_collections.blackwell.inference.plugins.module_utils.fleet import progress
+from ansible_collections.blackwell.inference.plugins.module_utils.fleet import summary as fleet_summary
 
 
 class CallbackModule(CallbackBase):

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch, cuda_plan, jit_smoke
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import arch as cuda_arch
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import plan as cuda_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke
 from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import guard
 
 

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from ansible_collections.blackwell.inference.plugins.module_utils.common import platform as host_platform
+
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible_collections.blackwell.inference.plugins.module_utils import fleet_summary, host_platform
+from ansible_collections.blackwell.inference.plugins.module_utils.fleet import summary as fleet_summary
 
 
 def host_refusal(facts):

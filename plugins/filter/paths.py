@@ -6,7 +6,7 @@ from __future__ import annotations
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.blackwell.inference.plugins.module_utils import paths
+from ansible_collections.blackwell.inference.plugins.module_utils.common import paths
 
 
 def pending(entries, observed):

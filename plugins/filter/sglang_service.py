@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as systemd_devices
+
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible_collections.blackwell.inference.plugins.module_utils import (
-    service_health,
-    service_http,
-    service_list,
-    service_plan,
-    sglang_service,
-    systemd_devices,
-)
+from ansible_collections.blackwell.inference.plugins.module_utils.service import health as service_health
+from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
+from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
 from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import guard
 
 
@@ -31,7 +30,7 @@ def needs_validation(marker, digest, vouched=None):
 
 
 def device_allow(access="rw"):
-    """The units' DeviceAllow= values (module_utils/systemd_devices.py: DEVICE_ALLOW), each with access."""
+    """The units' DeviceAllow= values (module_utils/cuda/devices.py: DEVICE_ALLOW), each with access."""
     return systemd_devices.allow_entries(str(access))
 
 

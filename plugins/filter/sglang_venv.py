@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible_collections.blackwell.inference.plugins.module_utils import venv_info
+from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info
 
 
 def sglang_venv_pip_check(result, no_deps=None):

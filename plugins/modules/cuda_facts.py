@@ -288,13 +288,10 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import (
-    commands,
-    cuda_measure,
-    failure,
-    flashinfer_probe,
-    flashinfer_rules,
-)
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, failure
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import probe as flashinfer_probe
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import rules as flashinfer_rules
+from ansible_collections.blackwell.inference.plugins.module_utils.host import measure as cuda_measure
 
 
 def run_module():

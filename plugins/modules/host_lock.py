@@ -143,7 +143,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, host_lock
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.host import lock as host_lock
 
 
 def read(path):
@@ -171,7 +172,8 @@ def readers(module):
     command asked twice in one reading runs once)."""
 
     # imported here: giving the lock back reads nothing, and skips their imports on the host
-    from ansible_collections.blackwell.inference.plugins.module_utils import service_read, toolkit_read, venv_info  # noqa: PLC0415
+    from ansible_collections.blackwell.inference.plugins.module_utils.host import service_read, toolkit_read  # noqa: PLC0415
+    from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info  # noqa: PLC0415
 
     def runner():
         return commands.CachingRunner(commands.module_runner(module))

@@ -144,15 +144,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import (
-    commands,
-    failure,
-    flashinfer_rules,
-    jit_smoke,
-    nvidia_smi,
-    service_env,
-    systemd_env,
-)
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, failure
+from ansible_collections.blackwell.inference.plugins.module_utils.common import env as service_env
+from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd as systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import nvidia_smi
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import rules as flashinfer_rules
 
 # what a failed smoke leaves: it writes FlashInfer's JIT cache and a temporary directory, nothing of the service
 KEPT = "nothing else was changed: the smoke writes only FlashInfer's JIT cache; the service was neither stopped nor restarted"

@@ -109,8 +109,8 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import paths as logic
-from ansible_collections.blackwell.inference.plugins.module_utils.files import observe
+from ansible_collections.blackwell.inference.plugins.module_utils.common import paths as logic
+from ansible_collections.blackwell.inference.plugins.module_utils.common.files import observe
 
 
 def old_text(path, observed, limit=1 << 16):

@@ -201,9 +201,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, failure, service_http, systemd_env
-from ansible_collections.blackwell.inference.plugins.module_utils import service_health as health
-from ansible_collections.blackwell.inference.plugins.module_utils import service_journal as journal
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, failure
+from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd as systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils.host import measure as cuda_measure
+from ansible_collections.blackwell.inference.plugins.module_utils.service import health, journal
+from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 
 FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
 

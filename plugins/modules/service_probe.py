@@ -85,6 +85,15 @@ options:
         when the look of O(health) stands (otherwise M(blackwell.inference.service_health) gathers them after the
         run's changes).
     type: dict
+  validator:
+    description:
+      - Return the boot validator's files too, as RV(validator_paths) - handled on the controller (the action plugin),
+        never sent to the host.
+      - C(root) (the directory the package tree goes under), C(dirs), C(files) and C(gone) (to remove; relative to C(root)),
+        C(dir_entry) and C(file_entry) (the M(blackwell.inference.paths) attributes of each). A file under
+        C(ansible_collections/blackwell/inference/plugins/) gets the text of this collection's own file of that name,
+        so the host runs the same code as the modules (one source); any other C(__init__.py) is empty.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.lock_reading
@@ -120,6 +129,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+validator_paths:
+  description:
+    - With O(validator), the entries of M(blackwell.inference.paths) for the boot validator's package tree
+      (directories first, then the files with their C(content)).
+  returned: when O(validator) is given
+  type: list
+  elements: dict
 marker:
   description: The ready marker as it is now; an empty dict when there is none (or it cannot be read).
   returned: always
@@ -188,7 +204,8 @@ read_under_lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, service_read
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.host import service_read
 
 
 def run_module():
@@ -204,6 +221,7 @@ def run_module():
             health=dict(type="dict"),
             observe=dict(type="list", elements="str", default=[]),
             reading=dict(type="dict"),  # the action's (plugins/action/service_probe.py)
+            validator=dict(type="dict"),  # the action's, never sent
         ),
         supports_check_mode=True,
     )

@@ -127,7 +127,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_snapshot as snap
+from ansible_collections.blackwell.inference.plugins.module_utils.service import snapshot as snap
 
 
 def file_state(path):

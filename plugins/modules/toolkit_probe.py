@@ -145,7 +145,8 @@ read_under_lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, failure, toolkit_read
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, failure
+from ansible_collections.blackwell.inference.plugins.module_utils.host import toolkit_read
 
 D = toolkit_read.DEFAULTS
 

@@ -82,7 +82,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import files, openpgp
+from ansible_collections.blackwell.inference.plugins.module_utils.common import files, openpgp
 
 # where keyring packages put keys apt trusts
 KEY_DIRS = ("usr/share/keyrings", "etc/apt/keyrings", "etc/apt/trusted.gpg.d")

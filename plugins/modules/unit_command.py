@@ -157,8 +157,8 @@ environment_files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands
-from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as logic
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as logic
 
 
 def main():

@@ -89,7 +89,8 @@ read_under_lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, failure, venv_info
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, failure
+from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info
 
 
 def run_module():

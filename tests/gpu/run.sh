@@ -9,7 +9,7 @@
 #      CUDA's default FASTEST_FIRST order); the list must be the same before and after set_cuda_arch() and FlashInfer's
 #      build log (and the workspace's files) must show 0 compiles. This step is what issue 12 asks of a GPU run:
 #      without GPU_VENV, or without SGLang in it, its row is a FAIL (reason given), never a silent skip.
-#   5. the units' DeviceAllow= rules (module_utils/systemd_devices.py, what both unit templates render) resolved the
+#   5. the units' DeviceAllow= rules (module_utils/cuda/devices.py, what both unit templates render) resolved the
 #      way systemd does against this machine's /proc/devices and its /dev/nvidia* nodes: every node CUDA opens must be
 #      allowed; and, where systemd is PID 1, nvidia-smi -L and the jit_smoke launch as transient units with those rules
 #      (systemd-run -p DevicePolicy=closed -p DeviceAllow=... -p NoNewPrivileges=yes -p ProtectKernelModules=yes, as
@@ -73,7 +73,7 @@ module cuda_facts "{\"environment\": {\"CUDA_HOME\": \"$cuda_home\", \"PATH\": \
 # own), then "index=uuid" per GPU, separated by spaces.
 "$py" - "$out/cuda_facts.json" > "$out/groups.tsv" 2> "$out/groups.err" <<'PY'
 import json, sys
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang import rules as sglang_rules
 f = json.load(open(sys.argv[1]))["ansible_facts"]["blackwell_cuda"]
 gpus = sorted(f.get("gpus") or [], key=lambda g: g["index"])
 sg = f.get("sglang") or {}
@@ -139,7 +139,7 @@ done < "$out/groups.tsv"
 # then, where systemd is PID 1, run under them as transient units.
 "$py" - "$out" > "$out/device_allow.json" 2> "$out/device_allow.err" <<'PY'
 import glob, json, os, re, stat, sys
-from ansible_collections.blackwell.inference.plugins.module_utils import systemd_devices as sd
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as sd
 out = sys.argv[1]
 text = open(sd.PROC_DEVICES).read()
 nodes = {}
@@ -198,7 +198,8 @@ done
 
 "$py" - "$out" "$cuda_home" "${GPU_VENV:-}" "$has_sglang" <<'PY'
 import json, os, sys
-from ansible_collections.blackwell.inference.plugins.module_utils import service_plan, sglang_rules
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang import rules as sglang_rules
 out, cuda_home, gpu_venv, has_sglang = sys.argv[1:5]
 rows = []
 def load(name):

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang import rules as sglang_rules
 
 from .conftest import BIN, CACHE, NVIDIA_SMI_DOUBLE, ROOT, _python311, ansible_module
 

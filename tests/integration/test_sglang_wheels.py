@@ -1,4 +1,4 @@
-"""SGLang's layer over FlashInfer's inputs (module_utils/sglang_rules.py) against the real SGLang wheels from PyPI.
+"""SGLang's layer over FlashInfer's inputs (module_utils/sglang/rules.py) against the real SGLang wheels from PyPI.
 
 Each wheel of the versions below is downloaded once (cached by the list, under the lab cache) and read, never
 installed or imported: its own `set_cuda_arch()` (srt/utils/common.py, srt/utils.py before 0.5.3) runs against a
@@ -19,7 +19,7 @@ import zipfile
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_rules
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang import rules as sglang_rules
 
 CACHE = os.environ.get("BLACKWELL_CACHE_DIR", "/var/cache/blackwell-inference")
 # every boundary of the table on both sides: no set_cuda_arch yet (0.4.0), TORCH_CUDA_ARCH_LIST (0.4.5 .. 0.5.4.post2),

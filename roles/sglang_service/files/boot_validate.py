@@ -10,7 +10,7 @@ modules into the cache as the service user. Writes the ready marker `phase: vali
 seen the service answer yet); exits 1 when the smoke fails, so systemd does not start the service on a state that
 would fail.
 With --serving (run by <service>-ready.service, after the service started): waits for the unit's own answer and
-turns this boot's validated marker into `serving, ready: true` or `not serving` (module_utils/boot_serving.py).
+turns this boot's validated marker into `serving, ready: true` or `not serving` (module_utils/service/boot_serving.py).
 Usage: boot_validate.py SETTINGS.json | boot_validate.py --serving SETTINGS.json
 """
 
@@ -24,10 +24,12 @@ import sys
 import tempfile
 import time
 
+# the role puts the collection's module_utils it needs in a package tree beside this file (a regular package first on
+# the path: an ansible_collections elsewhere on the host does not shadow it)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import boot_serving
-import jit_smoke
-import sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke
+from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving
+from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
 
 GPU_DEVICE = jit_smoke.GPU_DEVICE
 # At boot the driver may still be loading (nvidia-persistenced, udev): wait this long for the device node

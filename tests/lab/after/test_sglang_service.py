@@ -9,7 +9,7 @@ import os
 import shlex
 import subprocess
 
-from ansible_collections.blackwell.inference.plugins.module_utils import systemd_devices
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as systemd_devices
 
 from ..conftest import INVENTORY, ROOT, playbook, playbook_command, workspace
 

@@ -7,7 +7,7 @@ to fetch it. The lab mirror's key is a throwaway made with the mirror, so its fi
 import base64
 import os
 
-from ansible_collections.blackwell.inference.plugins.module_utils import openpgp
+from ansible_collections.blackwell.inference.plugins.module_utils.common import openpgp
 
 from ..conftest import MIRROR, playbook
 

@@ -1,5 +1,5 @@
 """The round trip decides (issue 45 item 5): each nasty value, escaped by the same functions the role's templates use
-(module_utils/sglang_service.py, through the sglang_service_systemd_* filters), is written into scratch units on the
+(module_utils/service/settings.py, through the sglang_service_systemd_* filters), is written into scratch units on the
 lab host, systemd loads them (daemon-reload), and what systemd holds is read back and compared with the value.
 
 - Scratch units bi-roundtrip-<n>.service (Type=oneshot, ExecStart=/bin/true, never started) and a drop-in each:
@@ -21,8 +21,9 @@ import shlex
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_plan, systemd_env
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_service as ss
+from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd as systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as ss
 
 ATTACK = "x\rExecStartPre=+/bin/touch /var/tmp/p\r#"
 # values systemd must read back exactly, in every setting that takes them

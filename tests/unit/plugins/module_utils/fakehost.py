@@ -3,8 +3,8 @@
 import os
 import subprocess
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands
-from ansible_collections.blackwell.inference.plugins.module_utils.commands import CommandResult
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.common.commands import CommandResult
 
 # Real banners (nvcc --version). 13.0 was captured from the nvcc on this machine; 12.8 and 12.9
 # are NVIDIA's published banners for those releases.

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import apt_repo
+from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 ED25519 = "215F48EE8D74C7137D22DB932CCCB6054D5D4E37"  # lab-key-ed25519.asc (test_openpgp.py)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import boot_serving
+from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving
 
 SERVICE = "sglang-k26.service"
 CG = "/system.slice/sglang-k26.service"

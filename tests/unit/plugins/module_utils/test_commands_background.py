@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
 
 PATH = {"PATH": "/usr/bin:/bin"}
 

@@ -2,7 +2,11 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_arch, flashinfer_rules, jit_smoke, sglang_rules, sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import arch as cuda_arch
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import rules as flashinfer_rules
+from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang import rules as sglang_rules
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ for each way a host's link can have been made."""
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link as cl
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import link as cl
 
 ROOT = "/usr/local"
 CUDA, CUDA12, CUDA13 = "/usr/local/cuda", "/usr/local/cuda-12", "/usr/local/cuda-13"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_link_host as host
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import link_host as host
 
 from .test_cuda_link import NO_GROUP, QUERY_MANUAL_12_8
 

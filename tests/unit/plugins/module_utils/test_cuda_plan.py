@@ -5,7 +5,7 @@ import pathlib
 import pytest
 import yaml
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan as cp
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import plan as cp
 
 from ..conftest_paths import ROLE_VARS
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_toolkits as ct
-from ansible_collections.blackwell.inference.plugins.module_utils import service_env
+from ansible_collections.blackwell.inference.plugins.module_utils.common import env as service_env
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import toolkits as ct
 
 from .fakehost import NVCC_12_8, NVCC_13_0, real_run
 

@@ -8,8 +8,9 @@ import stat
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import failure, service_env
-from ansible_collections.blackwell.inference.plugins.module_utils import jit_smoke as js
+from ansible_collections.blackwell.inference.plugins.module_utils.common import env as service_env
+from ansible_collections.blackwell.inference.plugins.module_utils.common import failure
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke as js
 from ansible_collections.blackwell.inference.plugins.modules import jit_smoke as mod
 
 WS = "/var/cache/sglang/jit/2c26817414e442ed/.cache/flashinfer/0.7.4/120a"

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import files
+from ansible_collections.blackwell.inference.plugins.module_utils.common import files
 
 
 def test_replaces_the_file_with_its_mode_and_leaves_no_temporary(tmp_path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import flashinfer_rules as fr
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import rules as fr
 
 from .fakehost import FAILS, NOT_EXECUTABLE, NVCC_12_8, NVCC_13_0, FakeHost, toolkit
 

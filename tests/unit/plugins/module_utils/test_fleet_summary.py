@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import fleet_summary as fs
+from ansible_collections.blackwell.inference.plugins.module_utils.fleet import summary as fs
 
 GPU = {"index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "uuid": "GPU-0", "compute_capability": "12.0", "memory_mib": 97887}
 HOPPER = {"index": 8, "name": "NVIDIA H200", "uuid": "GPU-8", "compute_capability": "9.0", "memory_mib": 143771}

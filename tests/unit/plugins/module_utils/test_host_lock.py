@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import host_lock as hl
+from ansible_collections.blackwell.inference.plugins.module_utils.host import lock as hl
 
 MINE = hl.record("ctl-1", 4242, 1550505, "ops", "2026-11-30T23:00:00Z", "Provision Blackwell inference hosts")
 # /proc/PID/stat of an ansible-playbook process (comm with a space and parentheses, start time 1550505)

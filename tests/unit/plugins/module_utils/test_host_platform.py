@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import host_platform as hp
+from ansible_collections.blackwell.inference.plugins.module_utils.common import platform as hp
 
 
 def facts(distribution="Debian", version="12.12", family="Debian", mgr="systemd", py=(3, 11)):

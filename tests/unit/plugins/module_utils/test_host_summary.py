@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import fleet_summary as fs
+from ansible_collections.blackwell.inference.plugins.module_utils.fleet import summary as fs
 
 with open(os.path.join(os.path.dirname(__file__), "data", "host-summaries.json")) as _fh:
     CASES = json.load(_fh)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands
-from ansible_collections.blackwell.inference.plugins.module_utils import jit_smoke as js
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke as js
 
 
 @pytest.mark.parametrize(

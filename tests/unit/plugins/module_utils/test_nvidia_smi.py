@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import nvidia_smi as ns
-from ansible_collections.blackwell.inference.plugins.module_utils import venv_info
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import nvidia_smi as ns
+from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info
 
 UUID = "GPU-5d1b2c3e-8f4a-4b6c-9d0e-%012d"
 

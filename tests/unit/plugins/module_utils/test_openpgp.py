@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import openpgp
+from ansible_collections.blackwell.inference.plugins.module_utils.common import openpgp
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 ED25519 = "215F48EE8D74C7137D22DB932CCCB6054D5D4E37"  # lab-key-ed25519.asc: `gpg --armor --export`

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import paths as p
+from ansible_collections.blackwell.inference.plugins.module_utils.common import paths as p
 
 CONTENT = "[Service]\nEnvironment=CUDA_HOME=/usr/local/cuda-13.0\n"
 
@@ -150,7 +150,7 @@ def _make(tmp_path):
 def test_pending_from_an_observation_is_what_the_module_would_change(tmp_path):
     import pwd
 
-    from ansible_collections.blackwell.inference.plugins.module_utils import files
+    from ansible_collections.blackwell.inference.plugins.module_utils.common import files
 
     me = pwd.getpwuid(os.getuid()).pw_name
     wanted = _role_paths(tmp_path, me)
@@ -181,7 +181,7 @@ def test_pending_counts_what_was_not_observed_and_what_the_module_would_refuse(t
 def test_observed_checksums_are_what_service_snapshot_inspect_reads(tmp_path):
     import hashlib
 
-    from ansible_collections.blackwell.inference.plugins.module_utils import files
+    from ansible_collections.blackwell.inference.plugins.module_utils.common import files
 
     _make(tmp_path)
     conf, gone = str(tmp_path / "cache" / "50-blackwell-inference.conf"), str(tmp_path / "secrets.env")

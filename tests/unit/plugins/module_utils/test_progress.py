@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import progress
+from ansible_collections.blackwell.inference.plugins.module_utils.fleet import progress
 
 
 @pytest.mark.parametrize(

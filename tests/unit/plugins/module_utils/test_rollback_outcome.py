@@ -4,7 +4,7 @@ sglang_venv role's rollback entry)."""
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_service as ss
+from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as ss
 
 DROPIN = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
 SETTINGS = "/etc/blackwell-inference/sglang-k26-validate.json"

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_census as sc
+from ansible_collections.blackwell.inference.plugins.module_utils.service import census as sc
 
 with open(os.path.join(os.path.dirname(__file__), "data", "systemctl-show-services.txt"), encoding="utf-8") as _fh:
     SHOW = _fh.read()

@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_health as sh
-from ansible_collections.blackwell.inference.plugins.module_utils import systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd as systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils.service import health as sh
 
 RUNNING = "Result=success\nNRestarts=0\nExecMainStatus=0\nActiveState=active\nSubState=running\n"
 # Restart=on-failure, the process exited 2: waiting for its restart, then restarted once

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_http
+from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 
 BODY = {"text": "The capital of France is", "sampling_params": {"temperature": 0.7, "top_p": 0.9, "top_k": 20, "max_new_tokens": 4}}
 

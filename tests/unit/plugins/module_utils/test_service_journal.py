@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_journal as sj
+from ansible_collections.blackwell.inference.plugins.module_utils.service import journal as sj
 
 from .fakehost import NVCC_12_8, NVCC_13_0, FakeHost
 

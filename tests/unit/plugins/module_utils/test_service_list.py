@@ -4,7 +4,7 @@ sglang-k26 on 30000); the entries are the deployments the seeds name beside it (
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_list
+from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
 
 PRIMARY = {
     "name": "sglang-k26",

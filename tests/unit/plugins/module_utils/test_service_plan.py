@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 VENV, CACHE = "/opt/sglang/current", "/var/cache/sglang"

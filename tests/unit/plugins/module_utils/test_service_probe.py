@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_probe as sp
+from ansible_collections.blackwell.inference.plugins.module_utils.service import probe as sp
 
 # the ready marker a validation wrote on the lab host (the converged ct200), its first keys
 MARKER = {

@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands
-from ansible_collections.blackwell.inference.plugins.module_utils import service_read as sr
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.host import service_read as sr
 
 
 class Module:

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_snapshot as snap
+from ansible_collections.blackwell.inference.plugins.module_utils.service import snapshot as snap
 from ansible_collections.blackwell.inference.plugins.modules import service_snapshot as mod
 
 DROPIN = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"

@@ -2,7 +2,7 @@
 
 import copy
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_plan as sp
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as sp
 
 # the ready marker and the preflight's look on the converged lab host (ct200), as a no-op reads them
 MARKER = {

@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_plan as sp
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as sp
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 with open(os.path.join(ROOT, "roles", "sglang_service", "defaults", "main.yml")) as _fh:

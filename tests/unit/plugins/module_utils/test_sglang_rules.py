@@ -3,7 +3,9 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, flashinfer_rules, sglang_rules
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import rules as flashinfer_rules
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang import rules as sglang_rules
 
 # the body of set_cuda_arch() as the wheels have it (quoted, not run): which variable each version writes
 SET_CUDA_ARCH = {

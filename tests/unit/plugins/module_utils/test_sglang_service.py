@@ -9,8 +9,9 @@ import jinja2
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.filter import sglang_service as service_filters
-from ansible_collections.blackwell.inference.plugins.module_utils import service_plan, unit_command
-from ansible_collections.blackwell.inference.plugins.module_utils import sglang_service as ss
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as ss
+from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as unit_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import service_http, socket_owner
+from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
+from ansible_collections.blackwell.inference.plugins.module_utils.service import socket_owner
 
 TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 00000000:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000 65534        0 4711 1 0000000000000000 100 0 0 10 0

@@ -8,8 +8,8 @@ import jinja2
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.filter import sglang_service as service_filters
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_measure
-from ansible_collections.blackwell.inference.plugins.module_utils import systemd_devices as sd
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as sd
+from ansible_collections.blackwell.inference.plugins.module_utils.host import measure as cuda_measure
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 TEMPLATES = [os.path.join(ROOT, "roles", "sglang_service", "templates", name) for name in ("sglang.service.j2", "validate.service.j2")]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import systemd_env as se
+from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd as se
 
 SHOW = (
     "LoadState=loaded\n"

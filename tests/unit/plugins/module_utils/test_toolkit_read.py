@@ -3,7 +3,9 @@ answer becomes, and the readings the role cannot decide from."""
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands, cuda_measure, toolkit_read
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.host import measure as cuda_measure
+from ansible_collections.blackwell.inference.plugins.module_utils.host import toolkit_read
 
 FACTS = {"gpus": [{"index": 0, "compute_cap": "12.0"}], "toolkits": [{"dir_version": "13.0", "version": "13.0"}]}
 # dpkg-query -W -f='${Package} ${Version} ${Status}\n' on ct200 (two of its lines)

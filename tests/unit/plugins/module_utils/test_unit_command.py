@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import unit_command as uc
+from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as uc
 
 # ct200's unit as the seeds found it (molecule/default/templates/sglang-k26.service.j2 is the lab's copy)
 CT200 = """# ct200's unit before blackwell.inference

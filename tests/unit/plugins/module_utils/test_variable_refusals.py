@@ -7,7 +7,8 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan, venv_info
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import plan as cuda_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils import commands
-from ansible_collections.blackwell.inference.plugins.module_utils import venv_info as vi
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as vi
 
 # torch/version.py as shipped in the 2.13.0 CPU wheel on this machine and in a cu130 wheel.
 TORCH_CPU = """from typing import Optional

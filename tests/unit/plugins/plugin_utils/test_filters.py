@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.blackwell.inference.plugins.module_utils import cuda_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import plan as cuda_plan
 from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import guard
 
 

@@ -1,0 +1,563 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which exact NVIDIA packages make up the toolkits wanted (pure logic, used by a filter)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo, values
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import arch as cuda_arch
+
+RELEASE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+SLIM_COMPONENTS = (
+    "cuda-nvcc",
+    "cuda-crt",
+    "cuda-nvvm",
+    "cuda-cudart",
+    "cuda-cudart-dev",
+    "cuda-cccl",
+    "libcurand",
+    "libcurand-dev",
+    "cuda-nvrtc",
+    "cuda-nvrtc-dev",
+    "cuda-driver-dev",
+)
+# Pull the driver or float: never part of a plan.
+FORBIDDEN = re.compile(r"^(cuda|cuda-\d+-\d+|cuda-runtime-.*|cuda-drivers.*|cuda-toolkit|cuda-toolkit-\d+|nvidia-.*|libnvidia-.*)$")
+
+
+class PlanError(ValueError):
+    pass
+
+
+def release_parts(release):
+    m = RELEASE_RE.match(str(release))
+    if not m:
+        raise PlanError("cuda_toolkit_versions: %r is not a full CUDA release X.Y.Z (e.g. 13.0.2)" % (release,))
+    return tuple(int(x) for x in m.groups())
+
+
+def package_names(release, components):
+    """Package names of one release, config-common packages first (they register the alternatives)."""
+    major, minor, _patch = release_parts(release)
+    xy = "%d-%d" % (major, minor)
+    names = ["cuda-toolkit-config-common", "cuda-toolkit-%d-config-common" % major, "cuda-toolkit-%s-config-common" % xy]
+    names += ["%s-%s" % (c, xy) for c in SLIM_COMPONENTS]
+    if components == "full":
+        names.append("cuda-toolkit-%s" % xy)
+    elif components != "slim":
+        raise PlanError("cuda_toolkit_components must be one of slim, full; got %r" % (components,))
+    return names
+
+
+def plan(releases, components, known, overrides=None):
+    """[{release, version: "X.Y", home_suffix, packages: ["name=version", ...]}] or PlanError.
+
+    known: {release: {min_driver, packages: {name: version}}}; overrides: {release: {name: version}}.
+    """
+    overrides = overrides or {}
+    out = []
+    for release in releases:
+        major, minor, _patch = release_parts(release)
+        pins = dict((known.get(release) or {}).get("packages") or {})
+        pins.update(overrides.get(release) or {})
+        names = package_names(release, components)
+        missing = [n for n in names if n not in pins]
+        if missing:
+            raise PlanError(
+                "no pinned versions for CUDA %s packages %s: add them to cuda_toolkit_package_versions['%s'] "
+                "(the role pins every component; known releases: %s)"
+                % (release, ", ".join(missing), release, ", ".join(sorted(r for r, v in known.items() if v.get("packages"))) or "none")
+            )
+        bad = [n for n in names if FORBIDDEN.match(n)]
+        if bad:
+            raise PlanError("refusing packages that pull the driver or float: %s" % ", ".join(bad))
+        out.append({"release": release, "version": "%d.%d" % (major, minor), "packages": ["%s=%s" % (n, pins[n]) for n in names]})
+    return out
+
+
+def newest(releases):
+    """The newest release wanted, compared as numbers (13.0.2 over 12.9.1), as it was given."""
+    if not releases:
+        raise PlanError("cuda_toolkit_versions must list at least one release (got %r)" % (releases,))
+    return max(releases, key=release_parts)
+
+
+def home(releases, root="/usr/local"):
+    """Where the toolkit a service should use lives: <root>/cuda-X.Y of the newest release wanted (13.0.2 over 12.9.1),
+    the directory apt's packages and NVIDIA's runfile both install to. The toolkit role's answer to the service role."""
+    major, minor, _patch = release_parts(newest(releases))
+    return "%s/cuda-%d.%d" % (str(root).rstrip("/"), major, minor)
+
+
+# NVIDIA names a repository's architecture x86_64 or sbsa (aarch64 servers)
+_REPO_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
+
+
+def repo_url(base_url, distro, arch, facts):
+    """NVIDIA's repository for a host: <base>/<distro><version>/<arch>/, e.g. .../debian12/x86_64/. distro and arch
+    are the role's overrides (empty: from the host's facts: Debian by its major version, Ubuntu as 2404)."""
+    if not distro:
+        name = facts["distribution"]
+        version = facts["distribution_major_version"] if name == "Debian" else str(facts["distribution_version"]).replace(".", "")
+        distro = "%s%s" % (name.lower(), version)
+    if not arch:
+        arch = _REPO_ARCH.get(facts["architecture"], facts["architecture"])
+    return "%s/%s/%s/" % (re.sub("/+$", "", str(base_url)), distro, arch)
+
+
+_KEYRING_INSTALLED = re.compile(r"^\S+ ok installed$")
+
+
+def work(plan_, reading, options):
+    """What the change phases have to do, decided once from one reading of the host (toolkit_probe's or the lock's).
+
+    options: method (apt, runfile), repo_source (deb822, keyring, none), hold, repo_url (the role's repository); for
+    deb822 also repo_name and key_fingerprint (what the repo phase writes: apt_repo.in_place). Returns {host: the
+    reading, changes (changes()), dpkg (dpkg_state()), keyring_installed, repo (a deb822 source or its key not yet as
+    the phase writes them, or the cuda-keyring package still to install), repo_why (why, for deb822), sources_naming
+    (the reading's apt source files that fetch from repo_url: apt_repo.naming), apt (a pinned package missing, unfinished or
+    below its pin, a dpkg run left unfinished, a pin not held yet), links (to pin, record or put back), any (one of
+    them, or a runfile install, checked each run)}."""
+    stdout = (reading.get("packages") or {}).get("stdout") or ""
+    changes_ = changes(plan_, parse_installed(stdout))
+    dpkg = dpkg_state(stdout)
+    apt = options["method"] == "apt"
+    keyring_installed = bool(_KEYRING_INSTALLED.match(dpkg["status"].get("cuda-keyring", "")))
+    repo_why = []
+    # the source files that fetch from the role's repository (the preflight refuses a second one for deb822)
+    naming = apt_repo.naming(reading.get("apt_sources"), options.get("repo_url")) if apt else []
+    if apt and options["repo_source"] == "deb822":
+        repo_why = apt_repo.in_place(reading.get("apt_repo"), options.get("repo_name"), options.get("repo_url"), options.get("key_fingerprint"))
+    repo = apt and (bool(repo_why) or (options["repo_source"] == "keyring" and not keyring_installed))
+    apt_work = apt and (changes_["apt"] or bool(dpkg["interrupted"]) or (bool(options["hold"]) and bool(changes_["unheld"])))
+    links = bool((reading.get("links") or {}).get("needed"))
+    return {
+        "host": reading,
+        "changes": changes_,
+        "dpkg": dpkg,
+        "keyring_installed": keyring_installed,
+        "repo": repo,
+        "repo_why": repo_why,
+        "sources_naming": naming,
+        "apt": apt_work,
+        "links": links,
+        "any": links or repo or apt_work or options["method"] == "runfile",
+    }
+
+
+def driver_too_old(driver_version, min_driver):
+    """True when driver_version (e.g. 570.124.06) is below min_driver (580.95.05)."""
+
+    def key(v):
+        return tuple(int(x) for x in str(v).split("."))
+
+    return key(driver_version) < key(min_driver)
+
+
+def _blackwell(cc):
+    """Whether a compute capability (cuda_arch's spelling) is 10.0 or newer; False for one that does not parse."""
+    try:
+        return cuda_arch.parse_entry(cc)[:2] >= (10, 0)
+    except ValueError:
+        return False
+
+
+def host_refusals(facts, wanted, options):
+    """What the cuda_toolkit role refuses of the host as cuda_facts read it, each message naming what to change.
+
+    facts: ansible_facts['blackwell_cuda'] (toolkits, driver, compute_capabilities); wanted: the X.Y of every toolkit
+    wanted; options: root, default (cuda_toolkit_default), newest (the newest release wanted), min_driver (its minimum
+    driver, None when unknown), check_driver, require_open_kernel_module, live (--tags verify), check_mode, links (the
+    probe's reading of the links: error, verify_refusal)."""
+    facts = facts or {}
+    known = [t.get("dir_version") for t in facts.get("toolkits") or []] + list(wanted or [])
+    default = options.get("default") or ""
+    driver = facts.get("driver") or {}
+    answers = bool(driver.get("present")) and isinstance(driver.get("version"), str)
+    minimum = options.get("min_driver")
+    blackwell = [cc for cc in facts.get("compute_capabilities") or [] if _blackwell(cc)]
+    links = options.get("links") or {}
+    refusals = []
+    if default and not (re.match(r"^\d+\.\d+$", default) and default in known):
+        refusals.append(
+            "cuda_toolkit_default=%s must be the X.Y of a toolkit that is installed under %s or wanted in cuda_toolkit_versions"
+            " (known here: %s)." % (default, options.get("root"), ", ".join(str(k) for k in dict.fromkeys(known)))
+        )
+    if options.get("check_driver") and not (answers and (minimum is None or not driver_too_old(driver["version"], minimum))):
+        why = (
+            "no NVIDIA driver answers (%s)" % driver.get("error")
+            if not answers
+            else "driver %s (R%s, CUDA <= %s) is too old for CUDA %s, which needs >= %s"
+            % (driver["version"], driver.get("branch"), driver.get("cuda_version"), options.get("newest"), minimum)
+        )
+        refusals.append(
+            why + ". Upgrade the driver, or set cuda_toolkit_versions to releases it supports (or cuda_toolkit_check_driver=false for a host without GPUs)."
+        )
+    if options.get("require_open_kernel_module") and blackwell and driver.get("open_kernel_module") is False:
+        refusals.append(
+            "GPUs of compute capability %s (Blackwell) need NVIDIA's open kernel module, but the proprietary one is loaded:"
+            " reinstall the driver with the open modules, or set cuda_toolkit_require_open_kernel_module=false." % ", ".join(blackwell)
+        )
+    # --tags verify changes nothing: a link away from where the record says fails it here (a run without puts it back)
+    if options.get("live") and (links.get("error") is not None or (not options.get("check_mode") and links.get("verify_refusal") != "")):
+        refusals.append(links.get("error") or links.get("verify_refusal"))
+    return refusals
+
+
+def _recorded(record, toolkit, arch):
+    """True when the record says this arch compiled with the toolkit's compile chain as it is now."""
+    entry = (record or {}).get(toolkit.get("path")) or {}
+    return bool(toolkit.get("identity")) and entry.get(arch) == toolkit.get("identity")
+
+
+def compile_needed(record, toolkits, version, arch, live):
+    """Whether the verify phase compiles for this toolkit (X.Y) and arch: always when live (--tags verify), else unless a
+    compile passed with the toolkit's compile chain as it is now (cuda_compile_record)."""
+    if live:
+        return True
+    toolkit = next((t for t in toolkits or [] if t.get("dir_version") == version), None)
+    return toolkit is None or not _recorded(record, toolkit, arch)
+
+
+def jit_ready(toolkit):
+    """Whether a toolkit (cuda_facts' entry) has what FlashInfer's JIT needs: curand headers and the driver stubs."""
+    return bool(toolkit.get("has_curand_headers") and toolkit.get("has_driver_stubs"))
+
+
+def verify_work(facts, versions, archs, reading, options):
+    """Whether the verify phase has anything to check or record, or every one of its steps would be skipped or pass on
+    what the host was read as (the role then skips them with one condition: tasks/verify.yml).
+
+    facts: ansible_facts.blackwell_cuda (None when not read); versions: the toolkits wanted (X.Y); archs: the compile
+    targets; reading: the preflight's (compile_record, links). options: live (--tags verify: compile every one),
+    method (a runfile install is checked each run), changed (this run installed, finished or relinked something),
+    check_mode (a toolkit not installed yet is not checked then). True when one of those says so, or a toolkit wanted
+    does not report its release or lacks what FlashInfer's JIT needs, a compile is not on record for the toolkit as it
+    is now, the links are not where they belong, or the record keeps an entry that no longer holds."""
+    if options.get("live") or options.get("method") == "runfile" or options.get("changed") or not facts:
+        return True
+    toolkits = facts.get("toolkits") or []
+    record = (reading or {}).get("compile_record") or {}
+    for version in versions:
+        toolkit = next((t for t in toolkits if t.get("dir_version") == version), None)
+        if toolkit is None:
+            if options.get("check_mode"):
+                continue
+            return True
+        if toolkit.get("version") != version or not jit_ready(toolkit):
+            return True
+        if any(compile_needed(record, toolkits, version, arch, False) for arch in archs):
+            return True
+    if ((reading or {}).get("links") or {}).get("pending"):
+        return True
+    return compile_record(toolkits, [], record) != record
+
+
+def compile_record(toolkits, compile_results, record):
+    """The record after this run: per toolkit path and arch, the toolkit's identity when a compile passed with it (this
+    run, or an earlier one the identity still matches). Toolkits that are gone and stale entries drop out."""
+    by_version = {t.get("dir_version"): t for t in toolkits or []}
+    out = {}
+    for t in toolkits or []:
+        for arch, ident in ((record or {}).get(t.get("path")) or {}).items():
+            if ident and ident == t.get("identity"):
+                out.setdefault(t["path"], {})[arch] = ident
+    for res in compile_results or []:
+        if res.get("skipped") or res.get("rc") != 0:
+            continue
+        entry, arch = res["item"]
+        t = by_version.get(entry["version"])
+        if t and t.get("identity"):
+            out.setdefault(t["path"], {})[arch] = t["identity"]
+    return out
+
+
+def read_compile_record(path):
+    """The record file's content ({toolkit path: {arch: identity}}), {} when absent or not of that shape."""
+    if not path:
+        return {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: {a: i for a, i in v.items() if isinstance(i, str)} for k, v in data.items() if isinstance(v, dict)}
+
+
+def summarize(toolkits, compile_results, default, wanted=(), record=None, archs=()):
+    """Per toolkit: version, release, path, jit_ready, wanted, compiled_for (archs that built: this run, or a compile
+    the record vouches for with the toolkit as it is now), recorded (the archs of those taken from the record), default.
+
+    archs: what each toolkit wanted compiles for; a (toolkit, arch) with no result (the verify phase's checks were
+    skipped: verify_work) counts as a compile the loop skipped."""
+    built, recorded = {}, {}
+    by_version = {t.get("dir_version"): t for t in toolkits or []}
+
+    def from_record(version, arch):
+        toolkit = by_version.get(version)
+        if toolkit and _recorded(record, toolkit, arch):
+            built.setdefault(version, []).append(arch)
+            recorded.setdefault(version, []).append(arch)
+
+    seen = set()
+    for res in compile_results or []:
+        entry, arch = res["item"]
+        seen.add((entry["version"], arch))
+        if res.get("skipped"):
+            from_record(entry["version"], arch)
+            continue
+        if res.get("rc") != 0:
+            continue
+        built.setdefault(entry["version"], []).append(arch)
+    for version in wanted or ():
+        for arch in archs or ():
+            if (version, arch) not in seen:
+                from_record(version, arch)
+    default_path = (default or {}).get("path")
+    return [
+        {
+            "version": t.get("version"),
+            "release": t.get("release"),
+            "path": t["path"],
+            "jit_ready": jit_ready(t),
+            "wanted": t.get("dir_version") in wanted,
+            "compiled_for": built.get(t.get("dir_version"), []),
+            "recorded": recorded.get(t.get("dir_version"), []),
+            "default": t["path"] == default_path,
+        }
+        for t in toolkits
+    ]
+
+
+def summary_line(entry):
+    recorded = entry.get("recorded") or []
+    return "%s: CUDA %s%s, JIT-ready: %s, compiles: %s%s%s" % (
+        entry["path"],
+        entry["release"] or entry["version"] or "?",
+        "" if entry["version"] else " (nvcc unusable)",
+        "yes" if entry["jit_ready"] else "no",
+        " ".join(entry["compiled_for"]) or ("FAILED" if entry["wanted"] else "not checked (not managed here)"),
+        " (%s as recorded: the toolkit is unchanged since; --tags verify compiles again)" % " ".join(recorded) if recorded else "",
+        " [/usr/local/cuda]" if entry["default"] else "",
+    )
+
+
+def _order(char):
+    """dpkg's weight of one non-digit character: ~ sorts before the end, letters before other characters."""
+    if char == "~":
+        return -1
+    if char.isalpha():
+        return ord(char)
+    return ord(char) + 256
+
+
+def _verrevcmp(a, b):
+    """dpkg's comparison of an upstream version or a revision: non-digit runs by _order, digit runs as numbers."""
+    i = j = 0
+    while i < len(a) or j < len(b):
+        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
+            ac = _order(a[i]) if i < len(a) and not a[i].isdigit() else 0
+            bc = _order(b[j]) if j < len(b) and not b[j].isdigit() else 0
+            if ac != bc:
+                return -1 if ac < bc else 1
+            i, j = i + 1, j + 1
+        si = i
+        while i < len(a) and a[i].isdigit():
+            i += 1
+        sj = j
+        while j < len(b) and b[j].isdigit():
+            j += 1
+        na, nb = int(a[si:i] or 0), int(b[sj:j] or 0)
+        if na != nb:
+            return -1 if na < nb else 1
+    return 0
+
+
+def _split_version(version):
+    version = str(version).strip()
+    epoch, sep, rest = version.partition(":")
+    if not sep:
+        epoch, rest = "0", version
+    upstream, sep, revision = rest.rpartition("-")
+    if not sep:
+        upstream, revision = rest, ""
+    return int(epoch or 0), upstream, revision
+
+
+def compare_versions(a, b):
+    """-1, 0 or 1 as `dpkg --compare-versions a lt|eq|gt b` says (epoch, upstream version, revision)."""
+    ea, ua, ra = _split_version(a)
+    eb, ub, rb = _split_version(b)
+    if ea != eb:
+        return -1 if ea < eb else 1
+    return _verrevcmp(ua, ub) or _verrevcmp(ra, rb)
+
+
+def parse_installed(stdout):
+    """`dpkg-query -W -f='${Package} ${Version} ${Status}\\n' NAMES...` -> {name: {version, held}} of installed ones."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[-1] == "installed":
+            out[parts[0]] = {"version": parts[1], "held": parts[2] == "hold"}
+    return out
+
+
+# dpkg's settled states: anything else (half-installed, unpacked, half-configured, triggers-awaited/-pending) is a dpkg
+# run that did not finish, which `dpkg --audit` would report and `dpkg --configure --pending` finishes
+_SETTLED = ("installed", "not-installed", "config-files")
+
+
+def dpkg_state(stdout):
+    """`dpkg-query -W -f='${Package} ${Version} ${Status}\\n'` (every package, no names) -> {status: {name: "want ok
+    state"}, interrupted: [names of packages a dpkg run left unfinished, sorted]}: one read for the keyring's state and
+    for an interrupted dpkg (a killed play, a power loss), instead of a dpkg-query and a dpkg --audit of their own."""
+    status, interrupted = {}, set()
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) < 4:
+            continue
+        words = parts[-3:]
+        status[parts[0]] = " ".join(words)
+        if words[1] != "ok" or words[2] not in _SETTLED:
+            interrupted.add(parts[0])
+    return {"status": status, "interrupted": sorted(interrupted)}
+
+
+def changes(plan_, installed):
+    """What installing the plan does to each of its packages, given parse_installed's result.
+
+    {install: [name], upgrade: [{name, installed, wanted, held}], downgrade: [...], unchanged: [name], unheld: [name],
+    downgrades: the downgrades in words, apt: whether apt has anything to install or upgrade}:
+    a downgrade is refused by the role (nothing pinned goes backwards behind the operator's back); an upgrade of a
+    held package is a pin bump, which the role makes and holds again; unheld lists those the role has to hold after
+    the install: not held yet, or upgraded (apt-get --allow-change-held-packages leaves an upgraded package unheld).
+    """
+    res = {"install": [], "upgrade": [], "downgrade": [], "unchanged": [], "unheld": []}
+    for release in plan_:
+        for spec in release["packages"]:
+            name, _sep, wanted = spec.partition("=")
+            have = installed.get(name)
+            if have is None:
+                res["install"].append(name)
+            else:
+                cmp = compare_versions(have["version"], wanted)
+                entry = {"name": name, "installed": have["version"], "wanted": wanted, "held": have["held"]}
+                if cmp < 0:
+                    res["upgrade"].append(entry)
+                elif cmp > 0:
+                    res["downgrade"].append(entry)
+                else:
+                    res["unchanged"].append(name)
+            # apt drops the hold of a package it upgrades through it (seen in the lab): hold those again too
+            if not (have and have["held"]) or name in (u["name"] for u in res["upgrade"]):
+                res["unheld"].append(name)
+    res["downgrades"] = ", ".join("%(name)s from %(installed)s to %(wanted)s" % d for d in res["downgrade"])
+    res["apt"] = bool(res["install"] or res["upgrade"])  # apt has work; without it the dry-run and the install are skipped
+    return res
+
+
+# apt's dry run must not list any of these: they are the driver, which this role never installs
+DRIVER_PACKAGE = re.compile(r"^(nvidia-|libnvidia-|cuda-drivers)")
+
+
+def _simulated(stdout, action):
+    """The package names of `apt-get --simulate`'s lines for an action ('Inst', 'Remv'): `Inst name [old] (new ...)`."""
+    out = []
+    for line in (stdout or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == action:
+            out.append(parts[1])
+    return out
+
+
+def dry_run(result, repo_base_url=""):
+    """The verdict on `apt-get --simulate --no-install-recommends install PACKAGES` (a command result: rc, stdout,
+    stderr): {ok, installs, msg}. Refused: apt cannot plan them, the plan installs a driver package (DRIVER_PACKAGE),
+    or it removes any package (nothing may be lost). msg says what apt would install, or why it is refused and
+    which variables to check."""
+    result = result or {}
+    installs = _simulated(result.get("stdout"), "Inst")
+    drivers = [name for name in installs if DRIVER_PACKAGE.match(name)]
+    removed = _simulated(result.get("stdout"), "Remv")
+    if result.get("rc") != 0:
+        why = (result.get("stderr") or "").strip() or "rc %s" % result.get("rc")
+        msg = "apt cannot plan the pinned packages (%s): check cuda_toolkit_versions, cuda_toolkit_package_versions" % why
+        msg += " and the repository (cuda_toolkit_repo_base_url=%s)" % repo_base_url
+    elif drivers:
+        msg = "the plan would install driver packages (%s): this role never touches the driver; check cuda_toolkit_package_versions" % ", ".join(drivers)
+    elif removed:
+        msg = "the plan would remove %s: nothing may be lost; check cuda_toolkit_versions and cuda_toolkit_package_versions" % ", ".join(removed)
+    else:
+        return {"ok": True, "installs": installs, "msg": "apt would install %d package(s): %s" % (len(installs), ", ".join(installs) or "none (all present)")}
+    return {"ok": False, "installs": installs, "msg": msg}
+
+
+_URL = re.compile(r"^(https?|file):")
+
+
+def variable_refusals(v):
+    """The cuda_toolkit role's variables checked before any change: [] when they are all good, else one refusal per
+    variable that is wrong, each naming it. v: the role's variables by name (cuda_toolkit_*). The releases and pins the
+    plan cannot make are refused by plan()."""
+    versions, archs = v["cuda_toolkit_versions"], v["cuda_toolkit_verify_archs"] or []
+    bad_archs = cuda_arch.nvcc_refusals(archs)
+    base, distro, arch = str(v["cuda_toolkit_repo_base_url"]), str(v["cuda_toolkit_repo_distro"]), str(v["cuda_toolkit_repo_arch"])
+    key_url, fingerprint, source = str(v["cuda_toolkit_repo_key_url"]), str(v["cuda_toolkit_repo_key_fingerprint"]), v["cuda_toolkit_repo_source"]
+    key_source = key_url if source == "deb822" and key_url else base
+    runfiles = v["cuda_toolkit_runfiles"] or {}
+    # a file and a sha256 per release (NVIDIA publishes md5 only, which does not resist a forged file)
+    no_runfile = [
+        str(r)
+        for r in versions or []
+        if not isinstance(runfiles.get(str(r)), dict)
+        or not (runfiles[str(r)].get("src") or "")
+        or re.match(r"^sha256:[0-9a-f]{64}$", str(runfiles[str(r)].get("checksum") or "")) is None
+    ]
+    checks = [
+        (len(versions or []) > 0, "cuda_toolkit_versions must list at least one release (got %s)." % (versions,)),
+        (str(v["cuda_toolkit_root"]).startswith("/"), "cuda_toolkit_root must be an absolute path (got %s)." % v["cuda_toolkit_root"]),
+        (
+            not bad_archs,
+            "cuda_toolkit_verify_archs entries must be nvcc archs like sm_120a, sm_120f or sm_89 (got %s in %s)." % (", ".join(map(str, bad_archs)), archs),
+        ),
+        (bool(_URL.match(base)), "cuda_toolkit_repo_base_url must be an http(s):// or file: URL (got %s)." % base),
+        (
+            distro == "" or re.match(r"^[a-z]+[0-9]+$", distro) is not None,
+            "cuda_toolkit_repo_distro must be empty or NVIDIA's name like debian12, ubuntu2404 (got '%s')." % distro,
+        ),
+        (arch in ("", "x86_64", "sbsa"), "cuda_toolkit_repo_arch must be empty, x86_64 or sbsa (got '%s')." % arch),
+        (key_url == "" or bool(_URL.match(key_url)), "cuda_toolkit_repo_key_url must be empty or an http(s):// or file: URL (got '%s')." % key_url),
+        (
+            fingerprint == "" or re.match(r"^[0-9A-Fa-f]{40}$", fingerprint.replace(" ", "")) is not None,
+            "cuda_toolkit_repo_key_fingerprint must be empty (no check) or 40 hex digits (got '%s')." % fingerprint,
+        ),
+        (
+            v["cuda_toolkit_method"] != "apt" or source == "none" or fingerprint != "" or not key_source.startswith("http:"),
+            "cuda_toolkit_repo_key_fingerprint must be set when the %s comes over plain http (%s): anyone on the path could swap it."
+            % ("key" if source == "deb822" else "cuda-keyring package", key_source),
+        ),
+        (values.to_int(v["cuda_toolkit_apt_retries"]) >= 0, "cuda_toolkit_apt_retries must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_retries"]),
+        (
+            values.to_int(v["cuda_toolkit_apt_retry_delay"]) >= 0,
+            "cuda_toolkit_apt_retry_delay must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_retry_delay"],
+        ),
+        (
+            values.to_int(v["cuda_toolkit_apt_lock_timeout"]) >= 0,
+            "cuda_toolkit_apt_lock_timeout must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_lock_timeout"],
+        ),
+    ]
+    checks += [
+        (
+            False,
+            "cuda_toolkit_method=runfile needs cuda_toolkit_runfiles['%s'] with src (path or URL) and checksum sha256:<64 hex digits> "
+            "(NVIDIA publishes md5 only, which does not resist a forged file: take the sha256 of the runfile you checked)" % r,
+        )
+        for r in (no_runfile if v["cuda_toolkit_method"] == "runfile" else [])
+    ]
+    return [msg for ok, msg in checks if not ok]

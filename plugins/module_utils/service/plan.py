@@ -1,0 +1,319 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The service role's plan from one cuda_facts answer: FlashInfer's verdict on the toolkit, the arch list SGLang's
+workers will agree with, and the environment the unit gets. The first refusal wins, in that order."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.blackwell.inference.plugins.module_utils.common import paths, values
+from ansible_collections.blackwell.inference.plugins.module_utils.service import health as service_health
+from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
+from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as unit_command
+from ansible_collections.blackwell.inference.plugins.module_utils.sglang import rules as sglang_rules
+
+
+def arch_choice(target_archs, sglang=None, override=""):
+    """FLASHINFER_CUDA_ARCH_LIST for the unit: SGLang's value with SGLang in the venv, FlashInfer's own without it,
+    `override` (sglang_service_arch_list) when it agrees. {archs, error, source}."""
+    own = sglang_service.arch_list(target_archs) if target_archs else ""
+    archs, error = sglang_rules.service_arch_list(own, sglang, override or "")
+    source = "sglang_service_arch_list" if override else ("sglang" if (sglang or {}).get("arch_list") else "flashinfer")
+    return {"archs": archs or "", "error": error, "source": source}
+
+
+def flashinfer_refusal(facts, cuda_home, venv, arch_list="", check_mode=False):
+    """Why FlashInfer in the service's venv would not accept this toolkit and arch list, '' when it would (or when a
+    check run has no venv yet to ask)."""
+    fi = facts.get("flashinfer") or {}
+    if (facts.get("venv") is None and check_mode) or (fi.get("accepted") and fi.get("target_archs")):
+        return ""
+    return "FlashInfer %s in %s would not accept sglang_service_cuda_home=%s (CUDA %s from %s) with sglang_service_arch_list='%s' for GPUs %s: %s%s" % (
+        fi.get("version") or "?",
+        venv,
+        cuda_home,
+        fi.get("cuda_version") or "?",
+        fi.get("cuda_version_source") or "?",
+        arch_list or "",
+        ", ".join(facts.get("compute_capabilities") or []) or "none",
+        fi.get("error") or "no target archs",
+        ("; the service would fail with: %s" % fi["symptom"]) if fi.get("symptom") else "",
+    )
+
+
+def environment_refusal(environment):
+    """'' when sglang_service_environment is a mapping of variable names, none of them one the role derives from the
+    facts (sglang_service.MANAGED_KEYS, their one home); else the refusal, naming the variable and the keys."""
+    if not isinstance(environment, dict):
+        return "sglang_service_environment: a mapping of variable names (got %r)." % (environment,)
+    names = [str(k) for k in environment]
+    if set(names) & set(sglang_service.MANAGED_KEYS) or not all(service_list.ENV_NAME.match(k) for k in names):
+        return "sglang_service_environment: variable names, none of %s (got %s)." % (", ".join(sglang_service.MANAGED_KEYS), names)
+    return ""
+
+
+def _match(pattern, value):
+    """Whether `value` matches; a pattern anchored with $ must cover the whole value (re's $ also matches before a
+    final newline: "sglang\\n" is no account name)."""
+    value = "" if value is None else str(value)
+    m = re.match(pattern, value)
+    return m is not None and (not pattern.endswith("$") or m.end() == len(value))
+
+
+_UNIT_NAME = r"^[A-Za-z0-9@_.-]+$"
+_ACCOUNT = r"^[a-z_][a-z0-9_-]*$"
+_ARCH_LIST = r"^([0-9]+\.[0-9]+[af]?)([ ,;][0-9]+\.[0-9]+[af]?)*$"
+_OWN_CACHE_NOT = ("", "/", "/var", "/var/cache", "/tmp")  # noqa: S108 - refused as a cache directory, never used
+
+
+def variable_refusals(v):
+    """The sglang_service role's variables checked before any change: [] when they are all good, else one refusal per
+    variable that is wrong, each naming it and what it takes. v: the role's variables by name (sglang_service_*), and
+    `extras_error` (sglang_service_extra_services' error, checked with the first service only: None otherwise)."""
+    name, mode = str(v["sglang_service_name"]), v["sglang_service_mode"]
+    cuda_home, cache = str(v["sglang_service_cuda_home"]), str(v["sglang_service_cache_dir"])
+    secret = v["sglang_service_secret_environment"] or {}
+    sample = v["sglang_service_sample_request"]
+    sample_refusal = "" if not sample else service_health.sample_checked(dict(sample)) or ""
+    env_refusal = environment_refusal(v["sglang_service_environment"])
+    checks = [
+        (_match(_UNIT_NAME, name) and not name.endswith(".service"), "sglang_service_name: a unit name without .service (got %s)." % name),
+        (
+            _match(_ACCOUNT, v["sglang_service_user"]) and (mode == "dropin" or v["sglang_service_user"] != "root"),
+            "sglang_service_user: an account name, not root when the role owns the unit (got %s)." % v["sglang_service_user"],
+        ),
+        (_match(_ACCOUNT, v["sglang_service_group"]), "sglang_service_group: a group name (got %s)." % v["sglang_service_group"]),
+        (
+            _match("^/", cuda_home) and re.sub("/+$", "", cuda_home) != "/usr/local/cuda",
+            "sglang_service_cuda_home: an absolute path other than /usr/local/cuda, which stays with CUDA 12.8's users (got %s)." % cuda_home,
+        ),
+        (_match("^/", v["sglang_service_venv"]), "sglang_service_venv: an absolute path (got %s)." % v["sglang_service_venv"]),
+        (
+            _match("^/", cache) and re.sub("/+$", "", cache) not in _OWN_CACHE_NOT,
+            "sglang_service_cache_dir: an absolute directory of its own, not /, /var, /var/cache or /tmp (got %s)." % cache,
+        ),
+        (
+            v["sglang_service_jit_build_log"] == "" or _match("^/", v["sglang_service_jit_build_log"]),
+            "sglang_service_jit_build_log: empty or an absolute path (got %s)." % v["sglang_service_jit_build_log"],
+        ),
+        (
+            v["sglang_service_arch_list"] == "" or _match(_ARCH_LIST, v["sglang_service_arch_list"]),
+            "sglang_service_arch_list: empty or MAJOR.MINOR[a|f] entries like 12.0a (got '%s')." % v["sglang_service_arch_list"],
+        ),
+        (
+            all(_match("^/", p) for p in v["sglang_service_ld_library_path"]),
+            "sglang_service_ld_library_path: absolute paths (got %s)." % (v["sglang_service_ld_library_path"],),
+        ),
+        (env_refusal == "", env_refusal),
+        (
+            all(_match(r"^[A-Za-z_][A-Za-z0-9_]*$", k) for k in secret),
+            "sglang_service_secret_environment: variable names (values not shown).",
+        ),
+        (1 <= values.to_int(v["sglang_service_port"]) <= 65535, "sglang_service_port: 1-65535 (got %s)." % v["sglang_service_port"]),
+        (_match("^/", v["sglang_service_health_path"]), "sglang_service_health_path: starts with / (got %s)." % v["sglang_service_health_path"]),
+        (values.to_int(v["sglang_service_health_timeout"]) > 0, "sglang_service_health_timeout: seconds > 0 (got %s)." % v["sglang_service_health_timeout"]),
+        (
+            sample_refusal == "",
+            "sglang_service_sample_request: SGLang's /generate body that samples, or {} for none (%s)." % sample_refusal,
+        ),
+        (_match("^/", v["sglang_service_sample_path"]), "sglang_service_sample_path: starts with / (got %s)." % v["sglang_service_sample_path"]),
+        (values.to_int(v["sglang_service_sample_timeout"]) > 0, "sglang_service_sample_timeout: seconds > 0 (got %s)." % v["sglang_service_sample_timeout"]),
+        (values.to_int(v["sglang_service_smoke_timeout"]) > 0, "sglang_service_smoke_timeout: seconds > 0 (got %s)." % v["sglang_service_smoke_timeout"]),
+        (
+            len(v["sglang_service_command"] or []) > 0 or len(v["sglang_service_model_path"] or "") > 0,
+            "sglang_service_model_path or sglang_service_command: one of them must be set.",
+        ),
+        (_match("^[a-z][a-z0-9_]*$", v["sglang_service_marker"]), "sglang_service_marker: a lower-case identifier (got %s)." % v["sglang_service_marker"]),
+        (v.get("extras_error") is None, v.get("extras_error")),
+    ]
+    return [msg for ok, msg in checks if not ok] + unit_value_refusals(v)
+
+
+# The variables whose values the role writes into its unit, drop-in or secrets file, by kind: words of Environment= or
+# ExecStart= keep a tab inside their quotes; the rest take none. sglang_service_name, _user and _group are names their
+# own patterns above refuse control characters in.
+_UNIT_WORDS = ("sglang_service_command", "sglang_service_args")
+_UNIT_PATHS = ("sglang_service_cuda_home", "sglang_service_venv", "sglang_service_cache_dir", "sglang_service_jit_build_log")
+_UNIT_TEXTS = ("sglang_service_model_path", "sglang_service_host")
+
+
+def _first_control(items, tab):
+    """(label, why) of the first of [(label, value)] holding a control character, else None."""
+    return next(((label, why) for label, why in ((label, sglang_service.control_character(value, tab)) for label, value in items) if why), None)
+
+
+def unit_value_refusals(v):
+    """One refusal per variable whose value would reach a unit, drop-in or environment file with a control character
+    (sglang_service.control_character: \\r, \\n or \\0 would start a new line of the unit, as in issue 45's
+    NCCL_DEBUG="x\\rExecStartPre=+..."), or a path systemd would refuse (a .. component), each naming the variable, the
+    key or word, and what is wrong. A secret's value is never shown."""
+    out = []
+    env = v.get("sglang_service_environment")
+    if isinstance(env, dict):
+        hit = _first_control(((str(k), val) for k, val in env.items()), tab=True)
+        if hit:
+            out.append("sglang_service_environment: %s %s; refused." % hit)
+    secret = v.get("sglang_service_secret_environment")
+    if isinstance(secret, dict):
+        # written by to_json into an EnvironmentFile: JSON's escapes (\\t, \\u00fc) are not systemd's, which keeps them
+        # as written; a tab or a character beyond ASCII would not be read back
+        hit = _first_control(((str(k), val) for k, val in secret.items()), tab=False)
+        wide = next((str(k) for k, val in secret.items() if not str(val).isascii()), None)
+        if hit:
+            out.append("sglang_service_secret_environment: %s %s; refused (value not shown)." % hit)
+        elif wide:
+            out.append(
+                "sglang_service_secret_environment: %s holds a character beyond ASCII, which the secrets file would carry "
+                "as a JSON escape that systemd keeps as written; refused (value not shown)." % wide
+            )
+    for name in _UNIT_WORDS:
+        words = v.get(name) or []
+        hit = _first_control((("word %d" % i, w) for i, w in enumerate(words)), tab=True) if isinstance(words, list) else None
+        if hit:
+            out.append("%s: %s %s; refused." % (name, *hit))
+    for name in _UNIT_PATHS + _UNIT_TEXTS:
+        value = v.get(name)
+        why = sglang_service.control_character(value) if value is not None else ""
+        if why:
+            out.append("%s: %r %s; refused." % (name, str(value), why))
+        elif name in _UNIT_PATHS and ".." in str(value or "").split("/"):
+            out.append("%s: a path without .. components, which systemd refuses (got %s)." % (name, value))
+    hit = _first_control((("entry %d" % i, p) for i, p in enumerate(v.get("sglang_service_ld_library_path") or [])), tab=False)
+    if hit:
+        out.append("sglang_service_ld_library_path: %s %s; refused." % hit)
+    return out
+
+
+def _skipped(result):
+    return result is None or bool((result or {}).get("skipped"))
+
+
+def summary(marker, facts):
+    """One service's summary at the end of its run (sglang_service_summary, a line of the per-host summary and the
+    fleet table), from the marker as it was before the run and what the run found. facts: unit, mode, environment,
+    need (needs_validation), probe_health (the preflight's look), health_now (the health check's result; skipped
+    when the look stood), live_smoke (--tags verify's jit_smoke result; None or skipped when it did not run),
+    ready_without_launch, verdict and smoke (this run's validation; None when none ran), unit_show (the unit as read),
+    command (the service's argv) and foreign (the plan's: another file of the unit overrides what the role set, so
+    the host is not ready). The readiness is sglang_service.readiness over the health that counts now."""
+    marker = marker or {}
+    health_now = facts.get("health_now")
+    health = (facts.get("probe_health") if _skipped(health_now) else health_now) or {}
+    live_smoke = facts.get("live_smoke")
+    live = not _skipped(live_smoke)
+    live_verdict = None
+    if live:
+        ready, reason = sglang_service.verdict(bool(live_smoke.get("failed")), live_smoke, facts.get("ready_without_launch"))
+        live_verdict = {"ready": ready, "reason": reason}
+    readiness = sglang_service.readiness(marker, facts.get("need"), health, live_verdict)
+    if live:
+        steps = live_smoke.get("steps", {})
+        source = "live (--tags verify)"
+    else:
+        smoke = facts.get("smoke") or {}
+        steps = smoke["steps"] if "steps" in smoke else marker.get("smoke", {})
+        source = "this run" if facts.get("verdict") is not None else "ready marker of %s" % marker.get("time", "never")
+    unit_show = facts.get("unit_show") or {}
+    command = {"source": unit_show.get("source"), "argv": facts.get("command")}
+    if unit_show.get("replaced"):
+        command["old"] = unit_show.get("old")
+    if facts.get("foreign"):  # what systemd runs is not what was validated, whatever the marker and the health say
+        readiness = {"ready": False, "state": "not as validated", "reason": facts["foreign"]}
+    return {
+        "unit": facts.get("unit"),
+        "mode": facts.get("mode"),
+        "environment": facts.get("environment"),
+        "ready": readiness["ready"],
+        "state": readiness["state"],
+        "reason": readiness["reason"],
+        "smoke": steps,
+        "smoke_source": source,
+        "health": health.get("status", -1),
+        "sample": health.get("sample"),
+        "causes": health.get("causes", []),
+        "command": command,
+        "last_good": marker.get("last_good"),
+    }
+
+
+def probe_environment(environment, cuda_home, venv, arch_list=""):
+    """The environment the preflight's probe measures FlashInfer in, before the plan exists: the role's variables'
+    environment with CUDA_HOME and the unit's PATH (sglang_service.service_path), and sglang_service_arch_list when set."""
+    env = {str(k): str(v) for k, v in (environment or {}).items()}
+    env.update({"CUDA_HOME": str(cuda_home), "PATH": sglang_service.service_path(cuda_home, venv)})
+    if arch_list:
+        env["FLASHINFER_CUDA_ARCH_LIST"] = str(arch_list)
+    return env
+
+
+def plan(facts, cuda_home, venv, cache_dir, arch_list="", build_log="", ld_library_path=(), extra=None, check_mode=False, unit=None, mode=None):
+    """{error} for the first refusal, else {error: None, archs, arch_source, env, venv_target, versions, toolkit}.
+    A sglang_service_environment that sets a derived key raises ValueError (named by sglang_service.environment).
+    unit: the unit as unit_command.read() read it; another file of it that changes the environment or the command the
+    role sets (an operator's later drop-in) is named in `foreign` (foreign_refusal; None when none): the role changes
+    nothing of the service then, and the summary says NOT READY with it."""
+    refusal = flashinfer_refusal(facts, cuda_home, venv, arch_list, check_mode)
+    if refusal:
+        return {"error": refusal}
+    fi = facts.get("flashinfer") or {}
+    choice = arch_choice(fi.get("target_archs") or [], facts.get("sglang"), arch_list)
+    if choice["error"]:
+        return {"error": choice["error"]}
+    found = facts.get("venv") or {}
+    target = found.get("target") or venv  # the venv the link points at: FlashInfer's workspace is that venv's own
+    env = sglang_service.environment(cuda_home, venv, cache_dir, choice["archs"], build_log, ld_library_path, extra, target)
+    return {
+        "error": None,
+        "foreign": foreign_refusal(unit, env, mode),
+        # what the service runs with: env, and what the unit's other files add to it (the fingerprint's environment)
+        "effective_env": unit_command.effective_environment((unit or {}).get("environment_steps") or [], env, (unit or {}).get("environment_files")),
+        "archs": choice["archs"],
+        "arch_source": choice["source"],
+        "env": env,
+        "venv_target": target,
+        "versions": found.get("packages") or {},
+        "toolkit": {"cuda_home": cuda_home, "cuda_version": fi.get("cuda_version")},
+    }
+
+
+def foreign_refusal(unit, env, mode=None):
+    """Why the unit would not run what the role validates (None: it would): the files of the unit other than the role's
+    own that override the environment or the command the role sets, each named with what it sets. The role never edits
+    or removes such a file; the host is not ready until the operator does."""
+    unit = unit or {}
+    own_exec = {"dropin": "dropin", "unit": "unit"}.get(mode) if unit.get("source") != "none" else None
+    found = unit_command.environment_conflicts(unit.get("environment_steps") or [], env, unit.get("environment_files"), own_exec)
+    if not found:
+        return None
+    return (
+        "The service would not run as the role sets it up and validates it: %s. The role does not change or remove "
+        "another file of the unit: remove or fix it (then systemctl daemon-reload), or set the value through the role's "
+        "variables." % "; ".join(found)
+    )
+
+
+def fingerprint_checksums(files, written, observed, reread=False):
+    """The fingerprinted files' checksums without reading them again, or None when they must be read.
+
+    written: this run's unit files call's checksums when it made its files so (None when it was skipped or only
+    checked); observed: the preflight's observation of the paths (files.observe); reread: a file of `files` was written
+    since by another task (the secrets file). A file the call did not cover is taken from the observation."""
+    if reread:
+        return None
+    written = written or {}
+    rest = [path for path in files if path not in written]
+    seen = paths.observed_checksums(rest, observed or {})
+    if seen is None:
+        return None
+    return {path: written[path] if path in written else seen[path] for path in files}
+
+
+def fingerprint(marker, facts, cuda_home, env, venv_target, archs, files=None, policy=None):
+    """What a validation vouches for and whether this host needs one, worked out once: {inputs (sglang_service.inputs),
+    digest (their fingerprint), need ({needed, why}: sglang_service.needs_validation against the ready marker)}."""
+    vouched = sglang_service.inputs(facts, cuda_home, env, venv_target, archs, files, policy)
+    digest = sglang_service.inputs_digest(vouched)
+    needed, why = sglang_service.needs_validation(marker, digest, vouched)
+    return {"inputs": vouched, "digest": digest, "need": {"needed": needed, "why": why}}

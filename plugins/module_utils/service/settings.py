@@ -1,0 +1,500 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure pieces of the service role: its environment from facts, the ready verdict, the marker.
+
+Also imported by the boot-time validator on the host, with cuda_arch beside it (stdlib only, no Ansible).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import posixpath
+import re
+
+from ansible_collections.blackwell.inference.plugins.module_utils.common.systemd import SYSTEM_PATH
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import arch as cuda_arch
+
+# systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04): what a unit without
+# Environment=PATH=... sees, and what the role's PATH ends with. Its one home: every module reads it from here.
+_ERROR_LINE = re.compile(r"(fatal )?error: .*")
+# Written by the role, never taken from sglang_service_environment (they come from the facts).
+MANAGED_KEYS = (
+    "CUDA_HOME",
+    "PATH",
+    "FLASHINFER_CUDA_ARCH_LIST",
+    "FLASHINFER_WORKSPACE_BASE",
+    "SGLANG_CACHE_DIR",
+    "FLASHINFER_JIT_BUILD_LOG",
+    "LD_LIBRARY_PATH",
+)
+
+
+def arch_list(target_archs):
+    """FlashInfer's own target archs ('120a', '90a') -> FLASHINFER_CUDA_ARCH_LIST ('9.0a 12.0a')."""
+    return cuda_arch.entries_for_targets(target_archs)
+
+
+def workspace(cache_dir, venv_target):
+    """FlashInfer's workspace base for one venv: <cache_dir>/jit/<venv directory name>.
+
+    FlashInfer keys its JIT cache by version and archs only, and its build.ninja embeds the venv's
+    paths: two venvs sharing one workspace rebuild it for each other (a rollback to the previous venv
+    would compile at start). One workspace per venv keeps each venv's cache warm until it is pruned."""
+    name = posixpath.basename(str(venv_target or "").rstrip("/"))
+    if not name or name in (".", ".."):
+        raise ValueError("venv target %r has no directory name to key the JIT workspace by" % venv_target)
+    return "%s/jit/%s" % (str(cache_dir).rstrip("/"), name)
+
+
+def stale_workspaces(link_stats, keep=()):
+    """Workspaces whose venv is gone: the workspace directories whose <workspace>/venv link no longer resolves, from
+    either the paths of the dangling links (`find <cache>/jit -mindepth 2 -maxdepth 2 -name venv -xtype l`, one call)
+    or `stat` (follow) results looped over each link. Workspaces in `keep` are never stale."""
+    keep = {str(k).rstrip("/") for k in keep if k}
+    stale = set()
+    for res in link_stats or []:
+        if isinstance(res, str):
+            path = res.strip()  # a dangling link, as find printed it
+        else:
+            path = str(res.get("item") or "")
+            if (res.get("stat") or {}).get("exists", True):
+                continue
+        if not path:
+            continue
+        ws = posixpath.dirname(path.rstrip("/"))
+        if ws and ws not in keep:
+            stale.add(ws)
+    return sorted(stale)
+
+
+def service_path(cuda_home, venv):
+    """The service's PATH: the toolkit's bin first (FlashInfer's nvcc lookup), then the venv's, then systemd's own."""
+    return "%s/bin:%s/bin:%s" % (str(cuda_home).rstrip("/"), str(venv).rstrip("/"), SYSTEM_PATH)
+
+
+def environment(cuda_home, venv, cache_dir, archs, build_log="", ld_library_path=(), extra=None, venv_target=None):
+    """The service's environment: toolkit first on PATH, pinned archs and cache, nothing implicit.
+    With `venv_target` (the venv the link points at), FlashInfer's workspace is that venv's own
+    (`workspace()`); without it, the cache directory itself (the layout before one workspace per venv)."""
+    extra = dict(extra or {})
+    clash = sorted(set(extra) & set(MANAGED_KEYS))
+    if clash:
+        raise ValueError("sglang_service_environment may not set %s (derived from the facts)" % ", ".join(clash))
+    env = {
+        "CUDA_HOME": cuda_home,
+        "PATH": service_path(cuda_home, venv),
+        "FLASHINFER_CUDA_ARCH_LIST": archs,
+        "FLASHINFER_WORKSPACE_BASE": workspace(cache_dir, venv_target) if venv_target else cache_dir,
+        "SGLANG_CACHE_DIR": cache_dir.rstrip("/") + "/sglang",
+    }
+    if build_log:
+        env["FLASHINFER_JIT_BUILD_LOG"] = build_log
+    if ld_library_path:
+        env["LD_LIBRARY_PATH"] = ":".join(ld_library_path)
+    env.update({str(k): str(v) for k, v in extra.items()})
+    return env
+
+
+# Control characters cannot pass through a unit file: systemd's line reader ends a line at \n, \r and \0 (the
+# issue-45 attack: "x\rExecStartPre=+..." became a root ExecStartPre=), and the rest would not be read back as written.
+# A tab is kept inside a quoted word (Environment=, ExecStart=) and a quoted environment-file value, nowhere else here.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_BUT_TAB = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_NEW_LINE = "\n\r\x00"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# what systemd strips around a setting's value (its WHITESPACE)
+_WHITESPACE = " \t\n\r"
+# the first word of an Exec*= line may carry these prefixes (+ runs it as root); systemd reads them after unquoting
+_EXEC_PREFIXES = "-@:+!|"
+
+
+def control_character(value, tab=False):
+    """'' when `value` holds no control character (below 0x20, or 0x7f; a tab allowed with tab=True), else which one,
+    where, and what systemd would make of it: 'holds a control character (\\r at 1), which systemd would read as a
+    new line'."""
+    value = str(value)
+    m = (_CONTROL_BUT_TAB if tab else _CONTROL).search(value)
+    if not m:
+        return ""
+    what = "read as a new line" if m.group() in _NEW_LINE else "not read back as written"
+    return "holds a control character (%s at %d), which systemd would %s" % (repr(m.group())[1:-1], m.start(), what)
+
+
+def _no_control(value, setting, tab=False):
+    found = control_character(value, tab)
+    if found:
+        raise ValueError("%s %r %s; refused" % (setting, str(value), found))
+    return str(value)
+
+
+def _ends_escaped(value):
+    """Whether `value` ends in an odd run of backslashes: at a line's end systemd joins the next line to it."""
+    return (len(value) - len(value.rstrip("\\"))) % 2 == 1
+
+
+def _plain_path(path, setting):
+    path = _no_control(path, setting)
+    if not path.startswith("/") or ".." in path.split("/"):
+        raise ValueError("%s %r: an absolute path without .. components" % (setting, path))
+    return path
+
+
+def systemd_quote(word, exec_arg=False):
+    """One word of a unit setting (an ExecStart= argument or a whole Environment= assignment), quoted for
+    systemd: backslashes and quotes escaped, % doubled (no specifier expansion), $ doubled in ExecStart=
+    (no variable expansion); control characters refused (a tab is kept inside the quotes)."""
+    word = _no_control(word, "ExecStart= argument" if exec_arg else "Environment= assignment", tab=True)
+    word = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    return '"%s"' % (word.replace("$", "$$") if exec_arg else word)
+
+
+def systemd_environment(key, value):
+    """One Environment= assignment, KEY=value, quoted (systemd unquotes it, unescapes C escapes and expands
+    specifiers; never $)."""
+    if not _ENV_NAME.match(str(key)):
+        raise ValueError("Environment= %r: not a variable name" % str(key))
+    return systemd_quote("%s=%s" % (key, _no_control(value, "Environment= %s" % key, tab=True)))
+
+
+def systemd_exec(argv):
+    """An Exec*= command line from its words: each quoted (systemd_quote); the first, the program, must not start with
+    a prefix systemd reads after unquoting (-@:+!|; + runs it as root) and holds no $ (systemd never expands the
+    program's path, so $$ would stay)."""
+    words = [str(w) for w in argv or []]
+    if not words or not words[0]:
+        raise ValueError("ExecStart=: no program")
+    if words[0][0] in _EXEC_PREFIXES or "$" in words[0]:
+        raise ValueError("ExecStart= program %r: starts with one of %s or holds a $" % (words[0], _EXEC_PREFIXES))
+    return " ".join(systemd_quote(w, True) for w in words)
+
+
+def systemd_description(text):
+    """Description=: taken as written (no unquoting), specifiers expanded: % doubled. What systemd cannot keep is
+    refused: control characters, whitespace at either end (stripped), a trailing backslash (joins the next line)."""
+    text = _no_control(text, "Description=")
+    if text != text.strip(_WHITESPACE) or _ends_escaped(text):
+        raise ValueError("Description= %r: starts or ends with whitespace or a backslash, which systemd drops" % text)
+    return text.replace("%", "%%")
+
+
+def systemd_path(path):
+    """One path of ReadWritePaths= (and the other namespace path lists): systemd unquotes each word (backslash takes the
+    next character as it is, no C escapes) and expands specifiers. Quoted, backslashes and quotes escaped, % doubled.
+    An absolute path without .. (systemd refuses one); control characters refused."""
+    path = _plain_path(path, "ReadWritePaths=")
+    return '"%s"' % path.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+
+
+def systemd_env_file_path(path):
+    """EnvironmentFile=: the whole value is the path (no unquoting), specifiers expanded: % doubled. Refused: control
+    characters, a relative path or .., whitespace at the end (stripped), a trailing backslash (joins the next line)."""
+    path = _plain_path(path, "EnvironmentFile=")
+    if path != path.rstrip(_WHITESPACE) or _ends_escaped(path):
+        raise ValueError("EnvironmentFile= %r: ends with whitespace or a backslash, which systemd drops" % path)
+    return path.replace("%", "%%")
+
+
+def inputs(facts, cuda_home, env, venv_target, archs, files=None, policy=None):
+    """Everything a validation vouches for, from cuda_facts' blackwell_cuda facts: the GPUs (count and compute
+    capabilities), the driver, the toolkit's full version (patch level), the venv, the environment, the
+    unit files' checksums and the validation policy. Any change here needs a new smoke."""
+    facts = facts or {}
+    home = str(cuda_home).rstrip("/")
+    toolkit = next((t for t in facts.get("toolkits") or [] if str(t.get("path", "")).rstrip("/") == home), {})
+    return {
+        "gpus": sorted(str(g.get("compute_capability")) for g in facts.get("gpus") or []),
+        "driver": (facts.get("driver") or {}).get("version"),
+        "toolkit": {
+            "cuda_home": home,
+            "version": toolkit.get("version"),
+            "curand_headers": toolkit.get("has_curand_headers"),
+            "driver_stubs": toolkit.get("has_driver_stubs"),
+        },
+        "flashinfer_cuda": (facts.get("flashinfer") or {}).get("cuda_version"),
+        "venv": venv_target,
+        "env": dict(env or {}),
+        "archs": archs,
+        "files": dict(files or {}),
+        "policy": dict(policy or {}),
+    }
+
+
+def inputs_digest(vouched):
+    """A short fingerprint of inputs()."""
+    return hashlib.sha256(json.dumps(vouched, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def changed_inputs(old, new):
+    """Which of inputs()' keys differ (sorted), to say why a host revalidates."""
+    old, new = old or {}, new or {}
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+
+def verdict(failed, smoke, ready_without_launch):
+    """(ready, reason) from a smoke result (the jit_smoke module's return or the boot validator's)."""
+    steps = (smoke or {}).get("steps") or {}
+    if failed:
+        return False, "smoke failed: %s" % _short((smoke or {}).get("msg") or "no result")
+    launch = steps.get("launch") or {}
+    if not launch.get("launched"):
+        if not ready_without_launch:
+            return False, "no kernel launched (%s) and sglang_service_ready_without_launch is false" % launch.get("reason", "no launch step")
+        return True, "compiled%s; not launched (%s), allowed by policy" % (_warm_note(steps), launch.get("reason", "?"))
+    return True, "kernel launched (%s)%s" % (launch.get("detail", "ok"), _warm_note(steps))
+
+
+def _short(msg):
+    """First line of a failure, plus the compiler's first error line when the output has one."""
+    lines = str(msg).strip().splitlines() or [""]
+    first = lines[0][:300]
+    err = next((m.group(0) for m in map(_ERROR_LINE.search, lines[1:]) if m), None)
+    return "%s (%s)" % (first, err[:300]) if err else first
+
+
+def _warm_note(steps):
+    mods = (steps.get("warm") or {}).get("modules") or []
+    return ", JIT cache warm (%s)" % " ".join(m["name"] for m in mods) if mods else ""
+
+
+def health_stands(look, revalidated, enable_changed, further_services):
+    """Whether the preflight's look at the service (service_probe's `health`) stands for the health check.
+
+    It does when the look found the service ready to serve (its health endpoint answered, and its sampled request
+    when there is one) and nothing of the service changed since: no validation or rollout ran (revalidated), the
+    enable task changed nothing (it may have started the service), and no further service of the host follows (the
+    summary's facts are gathered after the last one). Anything else asks again (service_health waits and explains)."""
+    return bool(look and look.get("stands")) and not (revalidated or enable_changed or further_services)
+
+
+def needs_validation(marker, digest, vouched=None):
+    """(bool, why) for an existing marker (None when absent) and the current inputs (digest, and inputs() to
+    name what changed)."""
+    if not marker:
+        return True, "no ready marker"
+    if not marker.get("ready"):
+        return True, "marked not ready: %s" % marker.get("reason", "?")
+    if marker.get("inputs") != digest:
+        what = changed_inputs(marker.get("vouched"), vouched) if marker.get("vouched") and vouched else []
+        return True, "validated inputs differ from the current ones%s" % ((" (" + ", ".join(what) + ")") if what else "")
+    return False, "ready for the current inputs"
+
+
+def revalidation(need, toolkit_installed=False, venv_switched=False, units_changed=False, runtime_changed=False):
+    """Why the service is validated again in this run ('' when it is not): the toolkit role installed in this run,
+    the marker does not vouch for the current inputs (need: needs_validation's {needed, why}), the venv role switched
+    `current`, the unit files were written, or the `blackwell_inference runtime changed` topic was notified while a
+    run's tags skipped the role results that say which (the toolkit and venv roles' listeners set a literal)."""
+    need = need or {}
+    if toolkit_installed:
+        return "the toolkit changed in this run"
+    if need.get("needed"):
+        return need.get("why") or "not ready for the current inputs"
+    if venv_switched:
+        return "the venv changed in this run"
+    if units_changed:
+        return "its units changed in this run"
+    if runtime_changed:
+        return "the toolkit or the venv changed in this run"
+    return ""
+
+
+PHASES = ("serving", "validated", "failed", "overridden")
+
+
+def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, smoke, previous=None, source="ansible", phase=None, vouched=None, promote=False):
+    """The facts.d JSON. `phase`: serving (the restarted service answered), validated (the smoke passed, the
+    service has not answered yet), failed. last_good is the newest state that served; only a state that
+    answered its health check (promote) replaces it, so it is kept across failures, boots and kills."""
+    phase = phase or ("validated" if ready else "failed")
+    if phase not in PHASES:
+        raise ValueError("phase %r is not one of %s" % (phase, ", ".join(PHASES)))
+    steps = (smoke or {}).get("steps") or {}
+    out = {
+        "ready": bool(ready),
+        "phase": phase,
+        "reason": reason,
+        "time": now,
+        "source": source,
+        "inputs": digest,
+        "vouched": vouched if vouched is not None else (previous or {}).get("vouched"),
+        "toolkit": toolkit,
+        "venv": venv_target,
+        "versions": versions or {},
+        "archs": archs,
+        "launched": bool((steps.get("launch") or {}).get("launched")),
+        "smoke": steps,
+    }
+    last_good = (previous or {}).get("last_good")
+    if promote:
+        if not ready or phase != "serving":
+            raise ValueError("only a ready, serving state becomes last_good")
+        last_good = {"venv": venv_target, "inputs": digest, "time": now}
+    out["last_good"] = last_good
+    return out
+
+
+def state(marker_ready, current, health_status, live=None):
+    """(ready, state, reason) reported for a host: ready only when validated for the current inputs and the
+    service answers now (and a live smoke, when one ran, passed). state is one of
+    'validated and serving', 'validated but not serving', 'not validated'."""
+    live_ok = True if live is None else bool(live.get("ready"))
+    validated = bool(marker_ready) and bool(current) and live_ok
+    serving = str(health_status) == "200"
+    if validated and serving:
+        return True, "validated and serving"
+    if validated:
+        return False, "validated but not serving"
+    return False, "not validated"
+
+
+def readiness(marker, need, health, live=None):
+    """{ready, state, reason} of a host, from the ready marker, whether it needs a validation (needs_validation),
+    the health check now (service_health's result: status, msg) and a live smoke's verdict (None when none ran).
+
+    The reason is the first that applies: a failing live smoke, a host marked not ready, inputs changed since the
+    validation, no answer, then the passing ones (the live smoke's, the marker's)."""
+    marker, need, health = marker or {}, need or {}, health or {}
+    current = not need.get("needed")
+    status = health.get("status", -1)
+    marked = bool(marker.get("ready"))
+    ready, name = state(marked, current, status, live)
+    reasons = (
+        live.get("reason") if live is not None and not live.get("ready") else "",
+        "" if marked else marker.get("reason") or "no ready marker",
+        "" if current else "%s; a converge revalidates" % need.get("why"),
+        "" if str(status) == "200" else "the service %s" % health.get("msg", "does not answer"),
+        live.get("reason") if live is not None else "",
+        marker.get("reason") or "",
+    )
+    return {"ready": ready, "state": name, "reason": next((r for r in reasons if r), "")}
+
+
+def rewarm_note(rewarm):
+    """What the rollback's JIT re-warm of the last good state did ('' when it did not run)."""
+    rewarm = rewarm or {}
+    if not rewarm or rewarm.get("skipped"):
+        return ""
+    if rewarm.get("failed"):
+        return "its JIT cache could NOT be re-warmed (%s); " % _short(rewarm.get("msg") or "failed")
+    mods = ((rewarm.get("steps") or {}).get("warm") or {}).get("modules") or []
+    compiled = [m["name"] for m in mods if m.get("compiled")]
+    return "its JIT cache re-warmed (%s); " % ("compiled " + " ".join(compiled) if compiled else "nothing to compile")
+
+
+def last_good_policy(settings, marker, warm, user):
+    """The JIT modules to re-warm, and the user, of the last good state a rollback puts back: not those of the failed
+    change (its sglang_service_jit_warm may list other modules, which the restored service never loads).
+
+    settings is ansible.builtin.slurp's result for the restored boot validator settings (the last good state's own
+    file: skipped or absent when boot validation is off); marker is the ready marker as it was before this run, whose
+    vouched policy is the last good one's when its inputs are last_good's. Else the current variables.
+    Returns {"warm": [...], "user": str, "source": "settings" | "marker" | "variables"}."""
+    content = (settings or {}).get("content") if isinstance(settings, dict) else None
+    if content:
+        try:
+            data = json.loads(base64.b64decode(content).decode())
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("warm"), list):
+            return {"warm": list(data["warm"]), "user": data.get("user") or "", "source": "settings"}
+    marker = marker if isinstance(marker, dict) else {}
+    last_good = marker.get("last_good") or {}
+    policy = (marker.get("vouched") or {}).get("policy") or {}
+    if last_good.get("inputs") and last_good.get("inputs") == marker.get("inputs") and isinstance(policy.get("warm"), list):
+        return {"warm": list(policy["warm"]), "user": policy.get("user") or "", "source": "marker"}
+    return {"warm": list(warm or []), "user": user or "", "source": "variables"}
+
+
+def rollback_note(restore, rewarm, health_back, restart, unit, restarted, venv=None, venv_failed=False):
+    """One sentence of what a rollback did: what was put back (and what was NOT), the JIT re-warm, and whether the
+    previous service answers again. restore is service_snapshot's result (a failed one lists what it put back in
+    `restored` and each file it could not in `errors`), health_back service_health's (or a skipped result), venv the
+    sglang_venv role's rollback result sglang_venv_rollback ({path, target, switched, missing}; None when the snapshot
+    had no venv link); venv_failed: that role's rollback entry failed."""
+    restore = restore or {}
+    snapshot = restore.get("snapshot")
+    if not snapshot:
+        what = "stopped" if restarted else "not restarted"
+        if restore.get("failed"):
+            return "the last good state could NOT be read (%s); %s %s" % (_short(restore.get("msg") or "failed"), unit, what)
+        return "no last good state to restore; %s %s" % (unit, what)
+    steps = list(restore.get("restored") or [])
+    steps += ["%s NOT put back" % str(e).split(": ", 1)[0] for e in restore.get("errors") or []]
+    venv = venv if isinstance(venv, dict) else {}
+    if venv_failed:
+        steps.append("link %s NOT put back: the sglang_venv role's rollback failed" % ((snapshot.get("link") or {}).get("path") or venv.get("path")))
+    elif venv.get("missing"):
+        steps.append("link %s NOT put back: the venv %s is gone" % (venv.get("path"), venv.get("target")))
+    elif venv.get("switched"):
+        steps.append("link %s -> %s" % (venv.get("path"), venv.get("target")))
+    part = " in part" if restore.get("failed") or venv_failed else ""
+    steps = ", ".join(steps) or "every file was as it was"
+    note = "restored the last good state of %s%s (%s); %s" % (snapshot.get("time"), part, steps, rewarm_note(rewarm))
+    if not restart:
+        return note + "the service was left alone (sglang_service_restart is false)"
+    health_back = health_back or {}
+    if health_back.get("status") == 200:
+        return note + "the previous service answers again"
+    return note + "the previous service does NOT answer either: it %s" % (health_back.get("msg") or "was not asked")
+
+
+def _failed(result):
+    return isinstance(result, dict) and bool(result.get("failed"))
+
+
+def rollback_errors(restore, venv_back=None, reload=None, start=None, stop=None):
+    """The rollback's steps that put things back or start them and failed, one line each ("<step>: <why>"): each file
+    service_snapshot could not put back (or its one message when it failed before or after them), the sglang_venv
+    role's rollback entry ({failed, msg} recorded by the rescue around it), the daemon-reload, the start of the last
+    good state or the stop of the failed new one. Skipped and successful results name nothing. The re-warm and the
+    health wait are not here: the note says how they went."""
+    out = []
+    if _failed(restore):
+        out += ["put back the files: %s" % _short(e) for e in restore.get("errors") or []] or [
+            "put back the files: %s" % _short(restore.get("msg") or "failed")
+        ]
+    for step, result in (
+        ("put the venv link back", venv_back),
+        ("reload systemd", reload),
+        ("start the last good state", start),
+        ("stop the failed new state", stop),
+    ):
+        if _failed(result):
+            out.append("%s: %s" % (step, _short(result.get("msg") or "failed")))
+    return out
+
+
+def rollback_outcome(
+    restore, cause, host, marker_path, unit, restart, restarted, venv=None, venv_back=None, reload=None, start=None, stop=None, rewarm=None, health_back=None
+):
+    """What a rollback says when it is over, every step having run: {"note", "errors", "reason", "msg"}.
+
+    venv is sglang_venv_rollback (its rollback entry's result), used only when the snapshot has a venv link;
+    venv_back the rescue's {failed, msg} when that entry failed. note is rollback_note's sentence; errors
+    rollback_errors' lines; reason the failed marker's (the cause, the note, then every restore error); msg the play's
+    one failure: "<host> is NOT READY: <cause>. <note>. Marker: <path>." and then one line per restore step that
+    failed."""
+    if not isinstance(((restore or {}).get("snapshot") or {}).get("link"), dict):
+        venv = None  # the snapshot had no venv link: the venv role's rollback did not run
+    note = rollback_note(restore, rewarm, health_back, restart, unit, restarted, venv, venv_failed=_failed(venv_back))
+    errors = rollback_errors(restore, venv_back, reload, start, stop)
+    reason = "%s; %s" % (cause, note)
+    msg = "%s is NOT READY: %s. %s. Marker: %s." % (host, cause, note, marker_path)
+    if errors:
+        reason += "; restore steps that failed: " + "; ".join(errors)
+        msg += "\n%d restore step%s failed (the others ran):\n" % (len(errors), "" if len(errors) == 1 else "s")
+        msg += "\n".join("- " + e for e in errors)
+    return {"note": note, "errors": errors, "reason": reason, "msg": msg}
+
+
+def overridden(marker, reason, now):
+    """The marker of a host whose unit another file overrides (service_plan.foreign_refusal): not ready, phase
+    overridden, with that reason; None when there is nothing to write (no marker, or one that says not ready already).
+    The running service may still be the validated one, but a restart would run what the other file sets."""
+    if not marker or not marker.get("ready"):
+        return None
+    out = dict(marker)
+    out.update(ready=False, phase="overridden", reason=str(reason), time=now, source="ansible")
+    return out

@@ -1,0 +1,357 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The command an existing unit runs, read from its files, and the command the role's drop-in gives it.
+
+In drop-in mode the unit's own ExecStart (its flags: --tp, --attention-backend, speculative decoding...) is kept and
+only its interpreter moves to the managed venv, unless the variables give a command. Pure: the caller reads the unit's
+fragment and drop-ins (in systemd's order, the role's own drop-in left out)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+
+from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd as systemd_env
+from ansible_collections.blackwell.inference.plugins.module_utils.service.settings import MANAGED_KEYS
+
+_PREFIXES = "-@:+!|"
+_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"', "'": "'", "s": " "}
+_VENV_BIN = re.compile(r"^(?P<venv>/.+)/bin/(?P<exe>[^/]+)$")
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+# what an environment file sets that is shown in a conflict (the rest is compared by digest: it may be a secret)
+SHOWN_KEYS = frozenset(MANAGED_KEYS) | {"CUDA_PATH", "CUDA_VISIBLE_DEVICES", "FLASHINFER_NVCC", "NVCC"}
+
+
+class UnitCommandError(ValueError):
+    pass
+
+
+def split_words(value):
+    """One ExecStart= value split into words with systemd's quoting ("..." and '...', C escapes); no specifier or
+    variable expansion (%% and $ stay as written)."""
+    words, word, quote, i, started = [], [], None, 0, False
+    while i < len(value):
+        c = value[i]
+        if c == "\\" and i + 1 < len(value):
+            nxt = value[i + 1]
+            if nxt in _ESCAPES:
+                word.append(_ESCAPES[nxt])
+                i += 2
+                started = True
+                continue
+        if quote:
+            if c == quote:
+                quote = None
+            else:
+                word.append(c)
+        elif c in "\"'":
+            quote, started = c, True
+        elif c.isspace():
+            if started:
+                words.append("".join(word))
+                word, started = [], False
+        else:
+            word.append(c)
+            started = True
+        i += 1
+    if quote:
+        raise UnitCommandError("unterminated %s quote in ExecStart=%s" % (quote, value))
+    if started:
+        words.append("".join(word))
+    return words
+
+
+def settings(text):
+    """(section, key, value) of each assignment in a unit file's text, continuation lines joined, comments skipped."""
+    section = None
+    for raw in (text or "").replace("\\\n", " ").splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            section = line.strip("[]").strip()
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            yield section, key.strip(), value.strip()
+
+
+def exec_start(files):
+    """The effective ExecStart of a Type=simple service from its files [(path, text)] in systemd's order: the last
+    assignment wins and an empty one resets. Returns (argv, path of the file that set it) or (None, None)."""
+    argv, source = None, None
+    for path, text in files:
+        for section, key, value in settings(text):
+            if section != "Service" or key != "ExecStart":
+                continue
+            if not value:
+                argv, source = None, path
+                continue
+            words = split_words(value.lstrip(_PREFIXES))
+            argv, source = (words, path) if words else (None, path)
+    return argv, source
+
+
+def environment_steps(files, fragment, own):
+    """What the unit's files other than the role's own drop-in do to the service's environment and command, in systemd's
+    order: [{file, late, dropin, kind, key, value}]. kind: set (Environment=), reset (an empty Environment=), unset
+    (UnsetEnvironment=, value None or the KEY=VALUE form's value), env_file (EnvironmentFile=: key is its path, value
+    whether a missing file is ignored) or exec_start. late: the file applies after the role's drop-in (own: its path;
+    systemd applies drop-ins in the order of their file names)."""
+    own_name = posixpath.basename(own) if own else None
+    steps = []
+    for path, text in files:
+        dropin = path != fragment
+        late = dropin and own_name is not None and posixpath.basename(path) > own_name
+        base = {"file": path, "late": late, "dropin": dropin}
+        for section, key, value in settings(text):
+            if section != "Service":
+                continue
+            if key == "Environment":
+                if not value:
+                    steps.append(dict(base, kind="reset", key=None, value=None))
+                for word in _words(value):
+                    name, sep, val = word.partition("=")
+                    if sep and name:
+                        steps.append(dict(base, kind="set", key=name, value=val.replace("%%", "%")))
+            elif key == "UnsetEnvironment":
+                for word in _words(value):
+                    name, sep, val = word.partition("=")
+                    steps.append(dict(base, kind="unset", key=name, value=val if sep else None))
+            elif key == "EnvironmentFile" and value:
+                ignore = value.startswith("-")
+                steps.append(dict(base, kind="env_file", key=value.lstrip("-").replace("%%", "%"), value=ignore))
+            elif key == "ExecStart":
+                steps.append(dict(base, kind="exec_start", key=None, value=value))
+    return steps
+
+
+def _words(value):
+    try:
+        return split_words(value)
+    except UnitCommandError:
+        return value.split()
+
+
+def environment_conflicts(steps, env, env_files=None, own_exec=None):
+    """Sentences, one per setting, for what the unit's other files change of what the role sets ([] when nothing): the
+    environment `env` the role's drop-in writes, and its ExecStart (own_exec: 'dropin' when the drop-in sets it, 'unit'
+    when the role's unit file does, None when the role sets none). steps: environment_steps(); env_files: {path: {key:
+    {value, digest}}} as read() returns them (a value read from an environment file is shown only for the keys systemd
+    and FlashInfer look at, else compared by digest). systemd's rules: Environment= assignments in file order (an empty
+    one resets the list), then EnvironmentFile= contents over them, then UnsetEnvironment=."""
+    state = _merge(steps, env, env_files)
+    out = []
+    for key, value in sorted((env or {}).items()):
+        got, source = state.get(key, (None, None))
+        if source and (got is None or got["digest"] != _digest(str(value))):
+            out.append("%s (the role sets %s=%s)" % (source, key, value))
+    for step in steps:
+        if step["kind"] == "exec_start" and ((own_exec == "dropin" and step["late"]) or (own_exec == "unit" and step["dropin"])):
+            out.append(
+                "%s sets ExecStart=%s (the role's %s sets the service's command)" % (step["file"], step["value"], "drop-in" if own_exec == "dropin" else "unit")
+            )
+    return out
+
+
+def effective_environment(steps, env, env_files=None):
+    """The environment the service gets from its files once the role's drop-in sets `env` (what the fingerprint
+    vouches for): a value read from an environment file that is not shown (it may be a secret) as sha256:<digest>."""
+    out = {}
+    for key, (got, _source) in sorted(_merge(steps, env, env_files).items()):
+        if got is not None:
+            out[key] = got["value"] if got["value"] is not None else "sha256:" + got["digest"]
+    return out
+
+
+def _merge(steps, env, env_files):
+    """{key: ({value, digest} or None when unset, the file's sentence or None for the role's)} by systemd's rules."""
+    env_files = env_files or {}
+    state = {}
+
+    def apply(step):
+        if step["kind"] == "reset":
+            for key in list(state):
+                state[key] = (None, "%s resets Environment=" % step["file"])
+        elif step["kind"] == "set":
+            state[step["key"]] = (_plain(step["value"]), "%s sets %s=%s" % (step["file"], step["key"], step["value"]))
+
+    for step in steps:
+        if not step["late"]:
+            apply(step)
+    state.update({str(k): (_plain(v), None) for k, v in (env or {}).items()})
+    for step in steps:
+        if step["late"]:
+            apply(step)
+    for step in steps:
+        if step["kind"] != "env_file":
+            continue
+        for key, read in sorted((env_files.get(step["key"]) or {}).items()):
+            shown = read.get("value")
+            what = "%s=%s" % (key, shown) if shown is not None else "%s (value not shown)" % key
+            state[key] = (read, "%s (EnvironmentFile= of %s) sets %s" % (step["key"], step["file"], what))
+    for step in steps:
+        if step["kind"] == "unset" and step["key"] in state:
+            now = state[step["key"]][0]
+            if step["value"] is None or (now is not None and now.get("value") == step["value"]):
+                state[step["key"]] = (None, "%s unsets %s" % (step["file"], step["key"]))
+    return state
+
+
+def _digest(value):
+    return hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _plain(value):
+    return {"value": value, "digest": _digest(value)}
+
+
+def read_env_file(text, shown=SHOWN_KEYS):
+    """An EnvironmentFile's assignments as {key: {value, digest}}: the value only for the keys in `shown` (the file may
+    hold secrets), the digest of every value to compare with."""
+    out = {}
+    for key, value in systemd_env.parse_env_file(text).items():
+        out[key] = {"value": value if key in shown else None, "digest": _digest(value)}
+    return out
+
+
+def unit_venv(argv):
+    """The directory whose bin/ the unit's command starts in (the caller checks it has pyvenv.cfg), or None."""
+    m = _VENV_BIN.match(argv[0]) if argv else None
+    return m.group("venv") if m else None
+
+
+def dropin_command(unit_argv, venv, variables_argv=None, unit_in_venv=True):
+    """The ExecStart the drop-in writes, and what it is made of.
+
+    - `variables_argv` (the role's command, when sglang_service_command or sglang_service_args are set): it; source
+      'variables', with the unit's own command as `old` for the summary;
+    - else the unit's own command with its interpreter (a venv's bin/python* or console script) moved to the same name
+      in `venv`, every flag kept; source 'unit';
+    - a unit whose command does not start in a venv's bin/ (`unit_in_venv`: the caller found no pyvenv.cfg in
+      unit_venv(unit_argv)) cannot be moved: UnitCommandError naming the variables.
+    Returns {'argv', 'source', 'old', 'replaced'} (replaced: the variables' command differs from the unit's)."""
+    if variables_argv:
+        argv = list(variables_argv)
+        return {"argv": argv, "source": "variables", "old": unit_argv, "replaced": bool(unit_argv) and list(unit_argv) != argv}
+    if not unit_argv:
+        raise UnitCommandError("the unit has no ExecStart to keep: set sglang_service_command or sglang_service_args")
+    m = _VENV_BIN.match(unit_argv[0])
+    if not m or not unit_in_venv:
+        raise UnitCommandError(
+            "the unit's ExecStart starts with %r, not a venv's bin/python or console script, so it cannot be moved to the "
+            "managed venv: set sglang_service_command" % unit_argv[0]
+        )
+    exe = "python" if _PYTHON.match(m.group("exe")) else m.group("exe")
+    argv = [posixpath.join(str(venv).rstrip("/"), "bin", exe), *unit_argv[1:]]
+    return {"argv": argv, "source": "unit", "old": unit_argv, "replaced": False}
+
+
+def flag_value(argv, flag):
+    """The value of `--flag V` or `--flag=V` in a command line (the last one wins, as argparse does), or None."""
+    value = None
+    for i, word in enumerate(argv or []):
+        if word == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif word.startswith(flag + "="):
+            value = word[len(flag) + 1 :]
+    return value
+
+
+def listen(argv, host, port):
+    """Where a kept command serves: its own --host/--port (SGLang's flags) over the variables' host and port."""
+    return {"host": flag_value(argv, "--host") or host, "port": int(flag_value(argv, "--port") or port)}
+
+
+def in_venv(unit_venv_dir, pyvenv_cfg_exists, dir_exists):
+    """Whether the unit's interpreter can be moved: its directory is a venv (pyvenv.cfg), or it is gone (a venv the
+    operator removed after the role took over). A directory that exists without pyvenv.cfg (/usr, /usr/local, a
+    conda prefix) is not a venv, so its interpreter is not the service's to move."""
+    return bool(unit_venv_dir) and (pyvenv_cfg_exists or not dir_exists)
+
+
+SHOW_PROPERTIES = ("LoadState", "User", "FragmentPath", "DropInPaths", "UnitFileState", "ActiveState")
+
+
+class UnitReadError(Exception):
+    """A unit that cannot be read: msg, and what was read so far (rc/stdout/stderr of a failed command)."""
+
+    def __init__(self, msg, result):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result
+
+
+def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, keep=True, exists=None, is_dir=None, read_text=None):
+    """The unit as systemd and its files say, and the command the role's drop-in gives it.
+
+    run(argv) -> commands.CommandResult; exists/is_dir/read_text default to the host's filesystem."""
+    exists = exists or os.path.exists
+    is_dir = is_dir or os.path.isdir
+    read_text = read_text or _read_text
+    argv = ["systemctl", "show", unit]
+    for prop in SHOW_PROPERTIES:
+        argv += ["-p", prop]
+    res = run(argv)
+    if not res.ok:
+        raise UnitReadError("systemctl show %s failed" % unit, res.as_dict())
+    props = {}
+    for line in res.stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key] = value.strip()
+    excluded = {posixpath.normpath(x) for x in exclude}
+    paths = [props.get("FragmentPath", ""), *props.get("DropInPaths", "").split()]
+    paths = [x for x in paths if x and posixpath.normpath(x) not in excluded]
+    result = {
+        "load_state": props.get("LoadState", ""),
+        "unit_file_state": props.get("UnitFileState", ""),
+        "active_state": props.get("ActiveState", ""),
+        "user": props.get("User", ""),
+        "files": paths,
+    }
+    variables = {"host": host, "port": port}
+    if result["load_state"] != "loaded":  # nothing to read; the caller refuses a drop-in for a unit that is not there
+        result.update(unit_argv=None, set_by=None, argv=list(command), source="variables" if command else "none", old=None, replaced=False)
+        result.update(listen=variables, environment_steps=[], environment_files={})
+        return result
+    files = []
+    for path in paths:
+        try:
+            files.append((path, read_text(path)))
+        except OSError as exc:
+            raise UnitReadError("cannot read %s of %s: %s" % (path, unit, exc), result) from exc
+    try:
+        unit_argv, set_by = exec_start(files)
+    except UnitCommandError as exc:
+        raise UnitReadError("%s: %s" % (unit, exc), result) from exc
+    result.update(unit_argv=unit_argv, set_by=set_by)
+    # what the other files do to the environment and command the role's drop-in sets (environment_conflicts decides)
+    steps = environment_steps(files, props.get("FragmentPath", ""), sorted(excluded)[0] if excluded else None)
+    env_files = {}
+    for step in steps:
+        if step["kind"] == "env_file" and step["key"] not in env_files:
+            try:
+                env_files[step["key"]] = read_env_file(read_text(step["key"]))
+            except OSError:
+                env_files[step["key"]] = {}
+    result.update(environment_steps=steps, environment_files=env_files)
+    if not command and not keep:
+        result.update(argv=[], source="none", old=unit_argv, replaced=False, listen=variables)
+        return result
+    venv_dir = unit_venv(unit_argv)
+    movable = in_venv(venv_dir, bool(venv_dir) and exists(posixpath.join(venv_dir, "pyvenv.cfg")), bool(venv_dir) and is_dir(venv_dir))
+    try:
+        chosen = dropin_command(unit_argv, venv, list(command) or None, movable)
+    except UnitCommandError as exc:
+        raise UnitReadError("%s: %s" % (unit, exc), result) from exc
+    result.update(chosen)
+    result["listen"] = listen(chosen["argv"], host, port) if chosen["source"] == "unit" else variables
+    return result
+
+
+def _read_text(path):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read()

@@ -1,0 +1,337 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The sglang_venv role's reading and decisions: a host's venvs (read_host, the venv_probe module), the venv a set of
+inputs names (inputs_plan), what a prune keeps, and package versions read from a venv's files without importing
+anything (no torch import)."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+
+from ansible_collections.blackwell.inference.plugins.module_utils.common import values
+
+_TORCH_CUDA_RE = re.compile(r"""^cuda\s*(?::[^=]*)?=\s*(?:None|['"]([^'"]*)['"])\s*$""", re.M)
+_TORCH_VERSION_RE = re.compile(r"""^__version__\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]""", re.M)
+
+
+class VenvError(ValueError):
+    pass
+
+
+def normalize_name(name):
+    """PEP 503 normalization: flashinfer_python, flashinfer-python -> flashinfer-python."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def check_venv(venv):
+    if not os.path.isdir(venv):
+        raise VenvError("venv=%s does not exist or is not a directory" % venv)
+    if not os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+        raise VenvError("venv=%s is not a Python virtual environment (no pyvenv.cfg)" % venv)
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        raise VenvError("venv=%s has no bin/python" % venv)
+    return python
+
+
+def site_packages(venv):
+    """The venv's site-packages directories (lib and lib64, any python3.X)."""
+    dirs = []
+    for pattern in ("lib/python3*/site-packages", "lib64/python3*/site-packages"):
+        for d in sorted(glob.glob(os.path.join(venv, pattern))):
+            if os.path.realpath(d) not in [os.path.realpath(x) for x in dirs]:
+                dirs.append(d)
+    return dirs
+
+
+def installed_versions(site_dirs):
+    """{normalized name: version} from *.dist-info/METADATA (the Name/Version headers)."""
+    versions = {}
+    for sp in site_dirs:
+        for meta_dir in glob.glob(os.path.join(sp, "*.dist-info")):
+            name = version = None
+            try:
+                with open(os.path.join(meta_dir, "METADATA"), encoding="utf-8", errors="replace") as fh:
+                    for line in fh:
+                        if line.startswith("Name:"):
+                            name = line[5:].strip()
+                        elif line.startswith("Version:"):
+                            version = line[8:].strip()
+                        elif not line.strip():
+                            break
+            except OSError:
+                continue
+            if name and version:
+                versions.setdefault(normalize_name(name), version)
+    return versions
+
+
+def parse_torch_version_py(text):
+    """(version, cuda) from torch/version.py text; cuda None for a CPU build."""
+    ver = _TORCH_VERSION_RE.search(text or "")
+    cuda = _TORCH_CUDA_RE.search(text or "")
+    return (ver.group(1) if ver else None, (cuda.group(1) or None) if cuda else None)
+
+
+def torch_info(site_dirs):
+    """{version, cuda} read from torch/version.py, or None when torch is absent."""
+    for sp in site_dirs:
+        path = os.path.join(sp, "torch", "version.py")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                version, cuda = parse_torch_version_py(fh.read())
+            return {"version": version, "cuda": cuda}
+    return None
+
+
+_PIP_CHECK_LINE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*) (?P<version>\S+) (?:requires|has requirement|is not supported)\b")
+
+
+def pip_check_problems(stdout, no_deps=()):
+    """`pip check`'s problems that count: every line, except those of a distribution installed without its
+    dependencies on purpose (`no_deps`: requirements or names; its own requirements are its operator's business, a
+    problem of another distribution with it still counts). Returns (kept lines, number of lines set aside)."""
+    skip = {requirement_name(r) for r in no_deps or () if str(r).strip()}
+    kept, skipped = [], 0
+    for raw in (stdout or "").splitlines():
+        line = raw.strip()
+        if not line or line == "No broken requirements found.":
+            continue
+        m = _PIP_CHECK_LINE.match(line)
+        if m and normalize_name(m.group("name")) in skip:
+            skipped += 1
+        else:
+            kept.append(line)
+    return kept, skipped
+
+
+def pip_check_verdict(result, no_deps=()):
+    """The venv's `pip check` verdict from its registered result (a dict with rc and stdout; skipped or not run:
+    passed). It passes with rc 0, or when every line it printed is about a distribution installed without its
+    dependencies on purpose. Returns (passed, problems, set_aside)."""
+    result = result if isinstance(result, dict) else {}
+    if result.get("skipped") or result.get("rc") is None:
+        return True, [], 0
+    kept, skipped = pip_check_problems(result.get("stdout"), no_deps)
+    return result["rc"] == 0 or (skipped > 0 and not kept), kept, skipped
+
+
+PINNED = re.compile(r"^[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==\S+$")
+
+
+def requirement_name(requirement):
+    """'flashinfer_python[cu13]==0.7.4' -> 'flashinfer-python' (PEP 503, extras and version dropped)."""
+    return normalize_name(re.split(r"[\[=<>!~; ]", str(requirement).strip(), maxsplit=1)[0])
+
+
+def no_deps_accepted(no_deps, packages, lock_file=""):
+    """Whether sglang_venv_packages_no_deps can be installed as asked: each pinned name==version, none also in
+    sglang_venv_packages (by PEP 503 name), and none beside a lock file (the lock is the whole set)."""
+    no_deps = list(no_deps or [])
+    if any(not PINNED.match(str(r).strip()) for r in no_deps):
+        return False
+    if no_deps and lock_file:
+        return False
+    return not {requirement_name(r) for r in no_deps} & {requirement_name(r) for r in packages or []}
+
+
+# The build writes this file last, after the venv's check passed: it marks the venv complete and is its metadata.
+MARKER = ".blackwell-venv.json"
+# What the interpreter that makes the venvs must have (venv and ensurepip), and its version.
+PYTHON_CHECK = "import sys, venv, ensurepip; print('%d.%d.%d' % sys.version_info[:3])"
+
+
+def read_marker(path):
+    """(complete, marker, marker's mtime) of the venv at path. A marker that is there but not a JSON object raises
+    VenvError: the build wrote it whole, so it was changed by hand (the venv is neither rebuilt nor trusted)."""
+    marker = os.path.join(path, MARKER)
+    try:
+        with open(marker, encoding="utf-8") as fh:
+            text = fh.read()
+            mtime = os.fstat(fh.fileno()).st_mtime
+    except FileNotFoundError:
+        return False, None, None
+    except OSError as exc:
+        raise VenvError("%s cannot be read: %s" % (marker, exc)) from exc
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise VenvError("%s is not JSON (%s): the build writes it whole, so it was changed since" % (marker, exc)) from exc
+    if not isinstance(data, dict):
+        raise VenvError("%s is not a JSON object" % marker)
+    return True, data, mtime
+
+
+def list_venvs(root):
+    """The entries of <root>/venvs that are not hidden (the build locks are), sorted, each as {name, path, isdir,
+    complete, marker, marker_mtime}; [] when there is no such directory yet."""
+    base = os.path.join(root, "venvs")
+    try:
+        names = sorted(os.listdir(base))
+    except FileNotFoundError:
+        return []
+    venvs = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        path = os.path.join(base, name)
+        isdir = os.path.isdir(path) and not os.path.islink(path)
+        complete, marker, mtime = read_marker(path) if isdir else (False, None, None)
+        venvs.append({"name": name, "path": path, "isdir": isdir, "complete": complete, "marker": marker, "marker_mtime": mtime})
+    return venvs
+
+
+def last_good_venvs(local_facts):
+    """The venvs the ready markers (local facts, one per service) name as their last good state."""
+    found = []
+    for fact in (local_facts or {}).values():
+        last_good = fact.get("last_good") if isinstance(fact, dict) else None
+        venv = last_good.get("venv") if isinstance(last_good, dict) else None
+        if venv and venv not in found:
+            found.append(venv)
+    return found
+
+
+def prune_plan(venvs, this_dir, link_target, local_facts, keep):
+    """What a prune keeps and removes among the venv directories (list_venvs). Never removed, and counted in keep when
+    they exist: this run's venv, the one current points at, every ready marker's last good venv; the rest of keep are
+    the newest complete ones (by their marker's mtime). Incomplete ones beyond those go. Returns {keep, remove}."""
+    norm = os.path.normpath
+    dirs = [norm(v["path"]) for v in venvs if v.get("isdir")]
+    must = []
+    for wanted in [this_dir, link_target, *last_good_venvs(local_facts)]:
+        path = norm(wanted) if wanted else ""
+        if path and (path in dirs or path == norm(this_dir)) and path not in must:
+            must.append(path)
+    complete = sorted((v for v in venvs if v.get("isdir") and v.get("complete")), key=lambda v: v.get("marker_mtime") or 0, reverse=True)
+    newest = [norm(v["path"]) for v in complete if norm(v["path"]) not in must]
+    kept = must + newest[: max(int(keep) - len(must), 0)]
+    return {"keep": kept, "remove": [p for p in dirs if p not in kept]}
+
+
+def read_host(run, root, python, tools=()):
+    """The sglang_venv role's one read of a host (the venv_probe module): the interpreter's version (None when it
+    cannot make venvs: no venv or ensurepip), each tool asked for, where root/current points, and the venvs under root
+    (list_venvs). Raises VenvError with the reading so far as its `reading`."""
+    res = run(["/usr/bin/env", python, "-c", PYTHON_CHECK])
+    version = res.stdout.strip() if res.ok else None
+    reading = {"python": {"version": version, "rc": res.rc, "stderr": (res.stderr or "").strip()}, "tools": {}}
+    for tool in tools or []:
+        res = run([tool, "--version"])
+        reading["tools"][tool] = {"found": res.ok, "version": (res.stdout.strip().splitlines() or [None])[0] if res.ok else None}
+    link = os.path.join(root, "current")
+    reading["current"] = os.path.realpath(link) if os.path.islink(link) else ""
+    try:
+        reading["venvs"] = list_venvs(root)
+    except VenvError as exc:
+        exc.reading = reading
+        raise
+    return reading
+
+
+def inputs_plan(host, root, options, prune=None):
+    """The venv these inputs name, and whether it has to be built: the preflight's decision.
+
+    host: the venv probe's reading (python.version, venvs, current); root: sglang_venv_root without a trailing slash;
+    options: python, requirements (the lock file's sha256, or the packages), no_index, index_url, extra_index_urls,
+    find_links, patches (their sha256s), no_deps (packages installed without dependencies), bytecode.
+    The venv's name is the first 16 hex digits of the sha256 of the inputs as sorted JSON. Keys are added only when
+    their option is not the default (no_deps when set, bytecode when off), so venvs built before those options keep
+    their names. Returns {inputs, hash, dir, site, this, build, previous, switch (current is to point at dir: it is built
+    now, or current points elsewhere)}.
+
+    prune: {keep, local_facts} (sglang_venv_keep, ansible_local): adds `prune`, whether the prune phase has anything to
+    do: a switch (it decides again then), or prune_plan would remove a directory with current left where it is."""
+    version = (host.get("python") or {}).get("version") or ""
+    inputs = {
+        "python": options["python"],
+        "python_version": version,
+        "requirements": options["requirements"],
+        "index_url": "" if options.get("no_index") else options.get("index_url", ""),
+        "extra_index_urls": [] if options.get("no_index") else list(options.get("extra_index_urls") or []),
+        "find_links": list(options.get("find_links") or []),
+        "patches": list(options.get("patches") or []),
+    }
+    if options.get("no_deps"):
+        inputs["no_deps"] = list(options["no_deps"])
+    if not options.get("bytecode", True):
+        inputs["bytecode"] = False
+    name = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    this = next((v for v in host.get("venvs") or [] if v.get("name") == name), {})
+    directory = "%s/venvs/%s" % (root, name)
+    out = {
+        "inputs": inputs,
+        "hash": name,
+        "dir": directory,
+        "site": "%s/lib/python%s/site-packages" % (directory, ".".join(version.split(".")[:2])),
+        "this": this,
+        "build": not this.get("complete", False),
+        "previous": host.get("current"),
+    }
+    out["switch"] = out["build"] or out["previous"] != directory
+    if prune is not None:
+        out["prune"] = bool(
+            out["switch"] or prune_plan(host.get("venvs") or [], directory, out["previous"], prune.get("local_facts") or {}, prune["keep"])["remove"]
+        )
+    return out
+
+
+def current(meta, root, inputs_hash, changed, switched=False):
+    """sglang_venv_current, the venv role's result, from the marker (.blackwell-venv.json, parsed; {} or None when
+    there is none) of the venv current points at: path (the stable link), dir, hash, versions, torch_cuda, patches,
+    no_deps, pip_check_set_aside, matches_inputs (it is the venv of these inputs: inputs_hash), changed (built,
+    switched or pruned in this run, as the role says) and switched (current moved in this run)."""
+    meta = meta if isinstance(meta, dict) else {}
+    return {
+        "path": "%s/current" % root,
+        "dir": "%s/venvs/%s" % (root, meta.get("hash", "")),
+        "hash": meta.get("hash"),
+        "versions": meta.get("versions", {}),
+        "torch_cuda": meta.get("torch_cuda"),
+        "patches": meta.get("patches", []),
+        "no_deps": meta.get("no_deps", []),
+        "pip_check_set_aside": meta.get("pip_check_set_aside", 0),
+        "matches_inputs": meta.get("hash", "") == inputs_hash,
+        "changed": bool(changed),
+        "switched": bool(switched),
+    }
+
+
+_PINNED = re.compile(r"^[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==\S+$")
+_SYSTEM_DIRS = ("", "/usr", "/opt", "/var", "/home", "/root", "/tmp")  # noqa: S108 - refused as a root, never used
+
+
+def variable_refusals(v):
+    """The sglang_venv role's variables checked before any change: [] when they are all good, else one refusal per
+    variable that is wrong, each naming it. v: the role's variables by name (sglang_venv_*). The lock file and the
+    patches are files on the controller (relative paths from its working directory, as Ansible's `file` test)."""
+    root = str(v["sglang_venv_root"])
+    packages, lock_file = v["sglang_venv_packages"] or [], v["sglang_venv_lock_file"] or ""
+    patches = v["sglang_venv_patches"] or []
+    checks = [
+        (
+            root.startswith("/") and re.sub("/+$", "", root) not in _SYSTEM_DIRS,
+            "sglang_venv_root: an absolute directory of its own, not / or a system directory (got %s)." % root,
+        ),
+        (
+            values.to_int(v["sglang_venv_keep"]) >= 2,
+            "sglang_venv_keep: >= 2, the current venv counts and a rollback needs the previous one (got %s)." % v["sglang_venv_keep"],
+        ),
+        (values.to_int(v["sglang_venv_build_timeout"]) > 0, "sglang_venv_build_timeout: seconds > 0 (got %s)." % v["sglang_venv_build_timeout"]),
+        (
+            len(lock_file) > 0 or (len(packages) > 0 and all(_PINNED.match(str(p)) for p in packages)),
+            "sglang_venv_packages: pinned requirements name==version, at least one, unless there is a lock file (got %s)." % (packages,),
+        ),
+        (
+            no_deps_accepted(v["sglang_venv_packages_no_deps"], packages, lock_file),
+            "sglang_venv_packages_no_deps: pinned requirements name==version, none of them also in sglang_venv_packages, and "
+            "none with sglang_venv_lock_file (got %s)." % (v["sglang_venv_packages_no_deps"],),
+        ),
+        (lock_file == "" or os.path.isfile(lock_file), "sglang_venv_lock_file: a file on the controller (got '%s')." % lock_file),
+        (all(os.path.isfile(str(p)) for p in patches), "sglang_venv_patches: files on the controller (got %s)." % (patches,)),
+    ]
+    return [msg for ok, msg in checks if not ok]
