@@ -23,16 +23,16 @@ TREE = "ansible_collections/blackwell/inference/plugins/"
 
 def validator_paths(spec):
     """Entries of the paths module for the validator's package tree under spec['root']: spec['dirs'] with
-    spec['dir_entry'], spec['files'] with spec['file_entry'] and the text of this collection's file of that name (an
-    __init__.py above plugins/ is empty), spec['gone'] absent."""
+    spec['dir_entry'], spec['files'] with spec['file_entry'] and the text of this collection's file of that name (every __init__.py
+    empty), spec['gone'] absent."""
     root = spec["root"].rstrip("/")
     entries = [dict(spec["dir_entry"], path="%s/%s" % (root, d)) for d in spec["dirs"]]
     for name in spec["files"]:
-        if name.startswith(TREE):
+        if os.path.basename(name) == "__init__.py":  # a package's own: empty (ansible-test sanity's empty-init)
+            content = ""
+        elif name.startswith(TREE):
             with open(os.path.join(PLUGINS, name[len(TREE) :]), encoding="utf-8") as fh:
                 content = fh.read()
-        elif os.path.basename(name) == "__init__.py":
-            content = ""
         else:
             raise AnsibleActionFail("validator: %s is not a file of this collection's plugins" % name)
         entries.append(dict(spec["file_entry"], path="%s/%s" % (root, name), content=content))

@@ -92,7 +92,7 @@ options:
       - C(root) (the directory the package tree goes under), C(dirs), C(files) and C(gone) (to remove; relative to C(root)),
         C(dir_entry) and C(file_entry) (the M(blackwell.inference.paths) attributes of each). A file under
         C(ansible_collections/blackwell/inference/plugins/) gets the text of this collection's own file of that name,
-        so the host runs the same code as the modules (one source); any other C(__init__.py) is empty.
+        so the host runs the same code as the modules (one source); every C(__init__.py) is empty.
     type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes

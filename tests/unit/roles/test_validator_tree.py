@@ -81,3 +81,21 @@ def test_the_action_returns_the_collections_own_text():
         },
         {"path": "/usr/local/libexec/blackwell-inference/cuda_arch.py", "state": "absent"},
     ]
+
+
+def test_every_package_init_is_empty_even_where_the_collection_has_none():
+    v = role_vars()
+    spec = {
+        "root": "/x",
+        "dirs": [],
+        "gone": [],
+        "dir_entry": {},
+        "file_entry": {},
+        "files": [
+            "ansible_collections/blackwell/inference/plugins/__init__.py",
+            "ansible_collections/blackwell/inference/plugins/module_utils/__init__.py",
+            "ansible_collections/blackwell/inference/plugins/module_utils/cuda/__init__.py",
+        ],
+    }
+    assert [e["content"] for e in service_probe.validator_paths(spec)] == ["", "", ""]
+    assert v["__sglang_service_validator_base"] == "ansible_collections/blackwell/inference/plugins/module_utils"
