@@ -77,7 +77,8 @@ class CallbackModule(CallbackBase):
                 self._display.display(line)
 
     def _task_start(self, task):
-        note = progress.waits_for(getattr(task, "vars", None))
+        # the task's own variables and those of the import_tasks it came from (a shared task file imported with them)
+        note = progress.waits_for(task.get_vars() if hasattr(task, "get_vars") else getattr(task, "vars", None))
         with self._lock:
             self._notes[task._uuid] = note
         if note and self._thread is not None:

@@ -6,17 +6,10 @@ from __future__ import annotations
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as systemd_devices
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible_collections.blackwell.inference.plugins.module_utils.service import health as service_health
-from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
 from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
 from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
 from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import guard
-
-
-def sample_refusal(request):
-    """'' when the sampled request is off ({}) or samples; else why it is refused."""
-    return "" if not request else service_health.sample_checked(dict(request)) or ""
 
 
 def verdict(smoke, ready_without_launch):
@@ -45,10 +38,9 @@ class FilterModule:
         return {
             "sglang_service_environment": guard(sglang_service.environment),
             "sglang_service_arch_list": guard(sglang_service.arch_list),
-            "sglang_service_arch_choice": guard(service_plan.arch_choice),
-            "sglang_service_plan": guard(service_plan.plan),
+            "sglang_service_plan": guard(service_plan.preflight),
+            "sglang_service_files_plan": guard(service_plan.files),
             "sglang_service_probe_env": service_plan.probe_environment,
-            "sglang_service_environment_refusal": service_plan.environment_refusal,
             "sglang_service_variable_refusals": service_plan.variable_refusals,
             "sglang_service_summary": service_plan.summary,
             "sglang_service_extra_services": service_list.extra_services,
@@ -66,14 +58,11 @@ class FilterModule:
             "sglang_service_needs_validation": needs_validation,
             "sglang_service_revalidation": sglang_service.revalidation,
             "sglang_service_health_stands": sglang_service.health_stands,
-            "sglang_service_base_url": service_http.base_url,
             "sglang_service_marker": guard(sglang_service.marker),
             "sglang_service_overridden_marker": sglang_service.overridden,
             "sglang_service_rollback_note": sglang_service.rollback_note,
             "sglang_service_rollback_outcome": sglang_service.rollback_outcome,
             "sglang_service_last_good_policy": sglang_service.last_good_policy,
-            "sglang_service_stale_workspaces": sglang_service.stale_workspaces,
-            "sglang_service_sample_refusal": sample_refusal,
             "sglang_service_fingerprint_checksums": service_plan.fingerprint_checksums,
             "sglang_service_fingerprint": service_plan.fingerprint,
             "sglang_service_device_allow": device_allow,

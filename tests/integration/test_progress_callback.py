@@ -67,3 +67,26 @@ def test_off_at_zero_and_quiet_under_a_json_stdout_callback(tmp_path):
     out = run(tmp_path, BLACKWELL_INFERENCE_HEARTBEAT="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
     doc = json.loads(out)
     assert [t["task"]["name"] for t in doc["plays"][0]["tasks"]] == ["A quick step", "A long step"]
+
+
+SHARED = [
+    {"name": "{{ __step_name }}", "ansible.builtin.command": {"argv": ["sleep", "3"]}, "changed_when": False},
+    {"name": "Keep its result", "vars": {"__lab_waits_for": ""}, "ansible.builtin.debug": {"msg": "kept"}},
+]
+
+
+def test_a_shared_task_file_takes_its_name_and_note_from_the_import(tmp_path):
+    """The roles' smoke and health check are one task file each, imported with the name and the note of each use."""
+    (tmp_path / "step.yml").write_text(yaml.safe_dump(SHARED))
+    imported = {"name": "Import", "ansible.builtin.import_tasks": "step.yml"}
+    imported["vars"] = {"__step_name": "The imported step", "__lab_waits_for": "sleep: what this use waits for"}
+    PLAY[0]["tasks"].append(imported)
+    try:
+        out = run(tmp_path, BLACKWELL_INFERENCE_HEARTBEAT="1")
+    finally:
+        PLAY[0]["tasks"].pop()
+    step = out[out.index("TASK [The imported step]") : out.index("TASK [Keep its result]")]
+    assert "  The imported step: waits for sleep: what this use waits for (a line every 1s while it runs)" in step, step
+    assert re.search(r"^  still running on ct20[01]: The imported step \(\d+s\) - sleep: what this use waits for$", step, re.M), step
+    kept = out[out.index("TASK [Keep its result]") : out.index("PLAY RECAP")]
+    assert "waits for" not in kept and "still running" not in kept, kept

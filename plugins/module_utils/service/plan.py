@@ -9,6 +9,7 @@ import re
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import paths, values
 from ansible_collections.blackwell.inference.plugins.module_utils.service import health as service_health
+from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
 from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
 from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as unit_command
@@ -317,3 +318,69 @@ def fingerprint(marker, facts, cuda_home, env, venv_target, archs, files=None, p
     digest = sglang_service.inputs_digest(vouched)
     needed, why = sglang_service.needs_validation(marker, digest, vouched)
     return {"inputs": vouched, "digest": digest, "need": {"needed": needed, "why": why}}
+
+
+def dropin_refusal(unit, mode, name):
+    """'' unless sglang_service_mode=dropin finds no unit to go into (systemd's LoadState is not loaded); then the
+    refusal, naming the unit and what systemd says."""
+    load_state = (unit or {}).get("load_state")
+    if mode != "dropin" or load_state == "loaded":
+        return ""
+    return (
+        "sglang_service_mode=dropin needs an existing %s.service (sglang_service_name); systemd says: LoadState=%s. "
+        "Use sglang_service_mode=unit to let the role own the unit." % (name, load_state)
+    )
+
+
+def unit_plan(unit, checked=None, mode=None, name=None, user=None, health_path="/health", sample_path="", sample_request=None):
+    """What follows from the unit as read: the reading that counts (the preflight probe's, else the one site.yml's check
+    play made), the drop-in refusal, the account the service runs as (sglang_service_user when the role owns the unit,
+    the unit's own in dropin mode), and the URLs the health check asks (the sampled request's '' when
+    sglang_service_sample_request is {})."""
+    unit = unit if unit is not None else (checked or {})
+    base = service_http.base_url(unit.get("listen"))
+    return {
+        "unit": unit,
+        "dropin_refusal": dropin_refusal(unit, mode, name),
+        "run_user": user if mode == "unit" else unit.get("user"),
+        "health_url": base + str(health_path),
+        "sample_url": base + str(sample_path) if sample_request else "",
+    }
+
+
+def preflight(facts, cuda_home, venv, cache_dir, arch_list="", build_log="", ld_library_path=(), extra=None, check_mode=False, **kw):
+    """The preflight's one plan: unit_plan over the unit (kw: unit, checked, mode, name, user, health_path, sample_path,
+    sample_request) and plan over the facts. The unit's refusal is kept beside plan's `error` (it comes first)."""
+    got = unit_plan(**kw)
+    return dict(got, **plan(facts, cuda_home, venv, cache_dir, arch_list, build_log, ld_library_path, extra, check_mode, got["unit"], kw.get("mode")))
+
+
+def files(planned, probe, entries, mode, secrets=False, boot_validation=True):
+    """Which of the role's paths this run writes, and whether tasks/files.yml has anything to do, from the preflight's
+    probe. entries: the role's paths as the paths module takes them, rendered (vars/main.yml __sglang_service_paths):
+    `account` (a list), `validator` (a list), and one entry each for `unit`, `dropin`, `modules_load`, `validate_unit`,
+    `ready_unit`, and `secrets_gone`, `validate_unit_gone`, `ready_unit_gone` (state absent). Only the entries this run
+    wants are read. Returns {account, unit_files (the entries), account_pending, unit_files_pending (whether a paths call
+    would change any), stale_workspaces (workspaces whose venv link no longer resolves; never this run's), adopt (a
+    ready host's state becomes the last good one, unless a snapshot is there and reads), work}."""
+    probe = probe or {}
+    observed = probe.get("observed") or {}
+    account = list(entries["account"]) + (list(entries["validator"]) if boot_validation else [])
+    unit_files = [] if secrets else [entries["secrets_gone"]]
+    unit_files += [entries["unit"]] if mode == "unit" else []
+    unit_files += [entries["dropin"], entries["modules_load"]]
+    unit_files += [entries["validate_unit"], entries["ready_unit"]] if boot_validation else [entries["validate_unit_gone"], entries["ready_unit_gone"]]
+    stale = sglang_service.stale_workspaces(probe.get("gone_venv_links"), [(planned.get("env") or {}).get("FLASHINFER_WORKSPACE_BASE")])
+    snapshot = probe.get("snapshot") or {}
+    adopt = bool((probe.get("marker") or {}).get("ready")) and not (snapshot.get("exists") and snapshot.get("error") is None)
+    account_pending = len(paths.pending(account, observed)) > 0
+    unit_files_pending = len(paths.pending(unit_files, observed)) > 0
+    return {
+        "account": account,
+        "unit_files": unit_files,
+        "account_pending": account_pending,
+        "unit_files_pending": unit_files_pending,
+        "stale_workspaces": stale,
+        "adopt": adopt,
+        "work": mode == "unit" or bool(secrets) or adopt or len(stale) > 0 or account_pending or unit_files_pending,
+    }

@@ -214,3 +214,146 @@ def test_an_operators_later_drop_in_is_named_with_the_plan_kept_and_the_summary_
     assert service_plan.summary(marker, base)["ready"] is True
     got = service_plan.summary(marker, dict(base, foreign=got["foreign"]))
     assert got["ready"] is False and got["state"] == "not as validated" and "90-local.conf sets CUDA_HOME" in got["reason"]
+
+
+LOADED = {"load_state": "loaded", "user": "sglang", "listen": {"host": "0.0.0.0", "port": 30000}, "argv": ["python3"]}  # noqa: S104
+MISSING = {"load_state": "not-found", "user": None, "listen": {"host": "::1", "port": 30001}}
+
+
+@pytest.mark.parametrize(
+    ("unit", "checked", "mode", "refusal", "run_user", "health", "sample"),
+    [
+        # the role owns the unit: its account, whatever the unit says
+        (LOADED, None, "unit", "", "svc", "http://127.0.0.1:30000/health", "http://127.0.0.1:30000/generate"),
+        # a drop-in: the unit's own account
+        (LOADED, None, "dropin", "", "sglang", "http://127.0.0.1:30000/health", "http://127.0.0.1:30000/generate"),
+        # the check play's reading when the probe left it to that one
+        (None, LOADED, "dropin", "", "sglang", "http://127.0.0.1:30000/health", "http://127.0.0.1:30000/generate"),
+        # a drop-in for a unit that is not there
+        (
+            MISSING,
+            LOADED,
+            "dropin",
+            "sglang_service_mode=dropin needs an existing sglang-k26.service (sglang_service_name); systemd says: LoadState=not-found."
+            " Use sglang_service_mode=unit to let the role own the unit.",
+            None,
+            "http://[::1]:30001/health",
+            "http://[::1]:30001/generate",
+        ),
+        (MISSING, None, "unit", "", "svc", "http://[::1]:30001/health", "http://[::1]:30001/generate"),
+    ],
+)
+def test_the_unit_plan_names_a_missing_unit_the_account_and_the_urls(unit, checked, mode, refusal, run_user, health, sample):
+    got = service_plan.unit_plan(unit, checked, mode, "sglang-k26", "svc", "/health", "/generate", {"text": "x"})
+    assert got == {"unit": unit or checked, "dropin_refusal": refusal, "run_user": run_user, "health_url": health, "sample_url": sample}
+    assert service_plan.unit_plan(unit, checked, mode, "sglang-k26", "svc", "/health", "/generate", {})["sample_url"] == ""
+
+
+def test_the_preflight_plan_keeps_the_unit_plan_beside_a_refusal():
+    kw = {"unit": MISSING, "mode": "dropin", "name": "sglang-k26", "user": "svc"}
+    got = service_plan.preflight(facts("13.0-sglang"), CUDA13, VENV, CACHE, **kw)
+    assert got["dropin_refusal"].startswith("sglang_service_mode=dropin needs") and got["error"] is None and got["archs"] == "12.0a"
+    refused = service_plan.preflight({}, CUDA13, VENV, CACHE, unit=None, checked=LOADED, mode="dropin", name="sglang-k26")
+    assert refused["dropin_refusal"] == "" and refused["error"].startswith("FlashInfer ? in") and refused["run_user"] == "sglang"
+    assert service_plan.preflight(facts("13.0-sglang"), CUDA13, VENV, CACHE, unit=LOADED, mode="unit")["foreign"] is None
+
+
+WS = CACHE + "/jit/vtest"
+
+
+def _entry(path, state="directory", **kw):
+    return dict({"path": path, "state": state, "owner": "root", "group": "root", "mode": "0755"}, **kw)
+
+
+def _file(path, content):
+    return _entry(path, "file", mode="0644", content=content)
+
+
+ENTRIES = {
+    "account": [_entry(CACHE), _entry(WS)],
+    "validator": [_file("/usr/local/libexec/blackwell-inference/boot_validate.py", "code\n")],
+    "secrets_gone": {"path": SECRETS, "state": "absent"},
+    "unit": _file("/etc/systemd/system/sglang-k26.service", "[Unit]\n"),
+    "dropin": _file(UNIT, "[Service]\n"),
+    "modules_load": _file("/etc/modules-load.d/blackwell-inference-nvidia-uvm.conf", "nvidia-uvm\n"),
+    "validate_unit": _file(VALIDATE, "[Unit]\n"),
+    "ready_unit": _file("/etc/systemd/system/sglang-k26-ready.service", "[Unit]\n"),
+    "validate_unit_gone": {"path": VALIDATE, "state": "absent"},
+    "ready_unit_gone": {"path": "/etc/systemd/system/sglang-k26-ready.service", "state": "absent"},
+}
+
+
+def _seen(entry):
+    """What files.observe reports for a path that is as `entry` wants it."""
+    if entry["state"] == "absent":
+        return {"exists": False}
+    seen = {"exists": True, "type": entry["state"], "owner": "root", "group": "root", "uid": 0, "gid": 0, "mode": int(entry["mode"], 8)}
+    if entry["state"] == "file":
+        seen["sha256"] = __import__("hashlib").sha256(entry["content"].encode()).hexdigest()
+    return seen
+
+
+def _all_seen(*names):
+    got = {}
+    for name in names:
+        for entry in ENTRIES[name] if isinstance(ENTRIES[name], list) else [ENTRIES[name]]:
+            got[entry["path"]] = _seen(entry)
+    return got
+
+
+AS_WANTED = _all_seen("account", "validator", "secrets_gone", "dropin", "modules_load", "validate_unit", "ready_unit")
+PLANNED = {"env": {"FLASHINFER_WORKSPACE_BASE": WS}}
+READY = {"observed": AS_WANTED, "marker": {"ready": True}}
+
+
+class _Lazy(dict):
+    """The role's paths as Ansible's lazy variables give them: an entry this run does not want is never read."""
+
+    def __init__(self, data, wanted):
+        super().__init__(data)
+        self.wanted = wanted
+
+    def __getitem__(self, key):
+        assert key in self.wanted, key
+        return super().__getitem__(key)
+
+
+@pytest.mark.parametrize(
+    ("mode", "secrets", "boot", "probe", "account", "unit_files", "pending", "stale", "adopt", "work"),
+    [
+        # a second converge of a drop-in: everything as wanted, nothing to do
+        ("dropin", False, True, {"observed": AS_WANTED}, 3, 5, (False, False), [], False, False),
+        # unit mode always has its account to see to
+        ("unit", False, True, {"observed": AS_WANTED}, 3, 6, (False, True), [], False, True),
+        # secrets given: their own task writes the file (no removal listed)
+        ("dropin", True, True, {"observed": AS_WANTED}, 3, 4, (False, False), [], False, True),
+        # boot validation off: the validator is not written, its units go
+        ("dropin", False, False, {"observed": AS_WANTED}, 2, 5, (False, True), [], False, True),
+        # a workspace whose venv is gone (this plan's own never is)
+        (
+            "dropin",
+            False,
+            True,
+            {"observed": AS_WANTED, "gone_venv_links": [CACHE + "/jit/old/venv", WS + "/venv"]},
+            3,
+            5,
+            (False, False),
+            [CACHE + "/jit/old"],
+            False,
+            True,
+        ),
+        # a ready host without a snapshot that reads: adopted
+        ("dropin", False, True, dict(READY, snapshot={"exists": False}), 3, 5, (False, False), [], True, True),
+        ("dropin", False, True, dict(READY, snapshot={"exists": True, "error": "bad"}), 3, 5, (False, False), [], True, True),
+        ("dropin", False, True, dict(READY, snapshot={"exists": True, "error": None}), 3, 5, (False, False), [], False, False),
+        # a first run: nothing observed
+        ("dropin", False, True, {}, 3, 5, (True, True), [], False, True),
+    ],
+)
+def test_the_files_plan_picks_the_paths_and_says_whether_there_is_work(mode, secrets, boot, probe, account, unit_files, pending, stale, adopt, work):
+    wanted = {"account", "dropin", "modules_load"} | ({"validator", "validate_unit", "ready_unit"} if boot else {"validate_unit_gone", "ready_unit_gone"})
+    wanted |= ({"unit"} if mode == "unit" else set()) | (set() if secrets else {"secrets_gone"})
+    got = service_plan.files(PLANNED, probe, _Lazy(ENTRIES, wanted), mode, secrets, boot)
+    assert (len(got["account"]), len(got["unit_files"])) == (account, unit_files)
+    assert (got["account_pending"], got["unit_files_pending"]) == pending
+    assert (got["stale_workspaces"], got["adopt"], got["work"]) == (stale, adopt, work)
