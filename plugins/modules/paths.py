@@ -55,14 +55,12 @@ options:
         type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - blackwell.inference.attributes.check_mode_full
+  - blackwell.inference.attributes.posix
 attributes:
-  check_mode:
-    support: full
   diff_mode:
     support: full
     details: One summary of every path that changes, and the old and new text of each file whose content changes.
-  platform:
-    platforms: posix
 """
 
 EXAMPLES = r"""
