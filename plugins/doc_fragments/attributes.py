@@ -3,37 +3,56 @@
 
 from __future__ import annotations
 
-# The support values of the modules' attributes; their descriptions come from ansible.builtin.action_common_attributes
-# (name both: `ansible.builtin.action_common_attributes`, then `blackwell.inference.attributes` or its named parts).
-# The parts do not overlap, so the order they are named in does not matter.
-_CHECK_MODE_FULL = """
-  check_mode:
-    support: full"""
-_DIFF_NONE = """
-  diff_mode:
-    support: none"""
-_DIFF_FULL = """
-  diff_mode:
-    support: full"""
-_POSIX = """
-  platform:
-    platforms: posix"""
-_DEBIAN = """
-  platform:
-    platforms: debian"""
-_FACTS = """
-  facts:
-    support: full"""
-
 
 class ModuleDocFragment:
-    # most of the collection's modules: an honest check mode, no diff, any POSIX host
-    DOCUMENTATION = "attributes:" + _CHECK_MODE_FULL + _DIFF_NONE + _POSIX
+    # The support values of the modules' attributes; their descriptions come from
+    # ansible.builtin.action_common_attributes (name it first). The named parts do not overlap, so the order they are
+    # named in does not matter; a module states only what none of them says (host_lock's action, paths' diff details).
 
-    CHECK_MODE_FULL = "attributes:" + _CHECK_MODE_FULL
-    DIFF_NONE = "attributes:" + _DIFF_NONE
-    DIFF_FULL = "attributes:" + _DIFF_FULL
-    POSIX = "attributes:" + _POSIX
-    DEBIAN = "attributes:" + _DEBIAN
+    # most of the collection's modules: an honest check mode, no diff, any POSIX host
+    DOCUMENTATION = r"""
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+"""
+
+    CHECK_MODE_FULL = r"""
+attributes:
+  check_mode:
+    support: full
+"""
+
+    DIFF_NONE = r"""
+attributes:
+  diff_mode:
+    support: none
+"""
+
+    DIFF_FULL = r"""
+attributes:
+  diff_mode:
+    support: full
+"""
+
+    POSIX = r"""
+attributes:
+  platform:
+    platforms: posix
+"""
+
+    DEBIAN = r"""
+attributes:
+  platform:
+    platforms: debian
+"""
+
     # with ansible.builtin.action_common_attributes.facts: the module returns ansible_facts
-    FACTS = "attributes:" + _FACTS
+    FACTS = r"""
+attributes:
+  facts:
+    support: full
+"""
