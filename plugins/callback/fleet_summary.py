@@ -21,6 +21,8 @@ description:
   - Enable it in C(ansible.cfg) with C(callbacks_enabled = blackwell.inference.fleet_summary).
 requirements:
   - enabled in C(callbacks_enabled)
+extends_documentation_fragment:
+  - blackwell.inference.stdout_callback
 options:
   json_path:
     description:
@@ -38,7 +40,6 @@ import datetime
 import json
 import os
 
-from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import files
@@ -58,7 +59,7 @@ class CallbackModule(CallbackBase):
         self._summary = {}
         self._failures = {}
         self._unreachable = {}
-        self._failed_items = {}
+        self._failed_items = {}  # host -> the first failed item of the loop it runs now
         self._reached = set()  # hosts with a result in a play that changes them (not site.yml's check play)
         self._checking = False
         self._extra_path = None
@@ -74,55 +75,53 @@ class CallbackModule(CallbackBase):
 
     def _quiet(self):
         """An ad-hoc command, or a stdout callback whose output is machine-read: no table on stdout."""
-        return fleet_summary.quiet(self._playbook, C.DEFAULT_STDOUT_CALLBACK)
+        return fleet_summary.quiet(self._playbook, self.get_option("stdout_callback"))
 
     def v2_playbook_on_play_start(self, play):
         # site.yml's read-only check play reaches every host; a host counts as reached once the roll got to it
         self._checking = bool((getattr(play, "vars", None) or {}).get("__blackwell_inference_check_play"))
         manager = play.get_variable_manager()
-        extra = getattr(manager, "extra_vars", None) or {}
+        extra = manager.extra_vars or {}
         if extra.get("blackwell_inference_summary_json"):
             self._extra_path = str(extra["blackwell_inference_summary_json"])
-        inventory = getattr(manager, "_inventory", None)
-        if inventory is None:
-            return
-        # every host of the play, not only this batch (a serial play restricts the inventory to the batch)
-        for host in inventory.get_hosts(play.hosts, ignore_restrictions=True, order=play.order):
-            if host.name not in self._hosts:
-                self._hosts.append(host.name)
+        # every host of the play, not only this batch (ansible_play_hosts_all: a serial play runs one batch at a time)
+        for name in manager.get_vars(play=play, include_hostvars=False).get("ansible_play_hosts_all") or []:
+            if name not in self._hosts:
+                self._hosts.append(name)
 
     def _seen(self, result):
-        host = result._host.get_name()
+        """The result's host, counted as reached; a host runs one task at a time, so its result ends the loop whose
+        failed items were kept for it."""
+        host = result.host.get_name()
         if not self._checking:
             self._reached.add(host)
         if host not in self._hosts:
             self._hosts.append(host)
-        return host
+        return host, self._failed_items.pop(host, None)
 
     def v2_runner_on_ok(self, result):
-        host = self._seen(result)
-        facts = result._result.get("ansible_facts") or {}
+        host, _item = self._seen(result)
+        facts = result.result.get("ansible_facts") or {}
         if isinstance(facts.get("blackwell_cuda"), dict):
             self._cuda[host] = facts["blackwell_cuda"]
         if isinstance(facts.get("sglang_service_summary"), dict):
             self._summary[host] = facts["sglang_service_summary"]
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
-        host = self._seen(result)
+        host, item = self._seen(result)
         if not ignore_errors:
-            item = self._failed_items.pop((host, result._task._uuid), None)
-            self._failures[host] = (result._task.get_name(), fleet_summary.failure_message(result._result, item))
+            self._failures[host] = (result.task.get_name(), fleet_summary.failure_message(result.result, item))
 
     def v2_runner_item_on_failed(self, result):
         # the first failed item of a loop says why (the loop's own message is only "One or more items failed")
-        self._failed_items.setdefault((result._host.get_name(), result._task._uuid), fleet_summary.item_failure(result._result))
+        self._failed_items.setdefault(result.host.get_name(), fleet_summary.item_failure(result.result))
 
     def v2_runner_on_skipped(self, result):
         self._seen(result)
 
     def v2_runner_on_unreachable(self, result):
-        host = self._seen(result)
-        self._unreachable[host] = result._result.get("msg") or "unreachable"
+        host, _item = self._seen(result)
+        self._unreachable[host] = result.result.get("msg") or "unreachable"
 
     def v2_playbook_on_stats(self, stats):
         path = self._extra_path or self.get_option("json_path")

@@ -17,6 +17,8 @@ description:
   - Enable it in C(ansible.cfg) with C(callbacks_enabled = blackwell.inference.progress).
 requirements:
   - enabled in C(callbacks_enabled)
+extends_documentation_fragment:
+  - blackwell.inference.stdout_callback
 options:
   interval:
     description: Seconds between two lines about a task still running on a host; C(0) turns the heartbeat off.
@@ -32,7 +34,6 @@ options:
 import threading
 import time
 
-from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.blackwell.inference.plugins.module_utils.fleet import progress
@@ -50,7 +51,6 @@ class CallbackModule(CallbackBase):
         self._lock = threading.Lock()
         self._running = {}  # host -> (task name, started, what it waits for)
         self._beats = {}
-        self._notes = {}  # task uuid -> what it waits for
         self._stop = threading.Event()
         self._thread = None
         self._playbook = None
@@ -63,7 +63,7 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_start(self, playbook):
         self._playbook = getattr(playbook, "_file_name", None)
-        if fleet_summary.quiet(self._playbook, C.DEFAULT_STDOUT_CALLBACK) or self._interval() <= 0:
+        if fleet_summary.quiet(self._playbook, self.get_option("stdout_callback")) or self._interval() <= 0:
             return
         self._thread = threading.Thread(target=self._tick, name="blackwell-inference-progress", daemon=True)
         self._thread.start()
@@ -77,10 +77,7 @@ class CallbackModule(CallbackBase):
                 self._display.display(line)
 
     def _task_start(self, task):
-        # the task's own variables and those of the import_tasks it came from (a shared task file imported with them)
-        note = progress.waits_for(task.get_vars() if hasattr(task, "get_vars") else getattr(task, "vars", None))
-        with self._lock:
-            self._notes[task._uuid] = note
+        note = progress.waits_for(_task_vars(task))
         if note and self._thread is not None:
             self._display.display(progress.announce(task.get_name(), note, self._interval()))
 
@@ -92,12 +89,12 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_start(self, host, task):
         with self._lock:
-            self._running[host.get_name()] = (task.get_name(), time.monotonic(), self._notes.get(task._uuid, ""))
+            self._running[host.get_name()] = (task.get_name(), time.monotonic(), progress.waits_for(_task_vars(task)))
             self._beats.pop(host.get_name(), None)
 
     def _done(self, result):
         with self._lock:
-            host = result._host.get_name()
+            host = result.host.get_name()
             self._running.pop(host, None)
             self._beats.pop(host, None)
 
@@ -117,3 +114,8 @@ class CallbackModule(CallbackBase):
         self._stop.set()
         with self._lock:
             self._running.clear()
+
+
+def _task_vars(task):
+    """The task's own variables and those of the import_tasks it came from (a shared task file imported with its note)."""
+    return task.get_vars() if hasattr(task, "get_vars") else getattr(task, "vars", None)

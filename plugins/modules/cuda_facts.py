@@ -99,16 +99,9 @@ options:
     version_added: 0.4.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - blackwell.inference.attributes
+  - blackwell.inference.attributes.facts
   - ansible.builtin.action_common_attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-  facts:
-    support: full
 notes:
   - FlashInfer's rules were read from its sources; versions newer than 0.7.4 are predicted with
     the 0.7.1+ rules and say so in C(flashinfer.notes).

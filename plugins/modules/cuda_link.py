@@ -51,13 +51,9 @@ options:
     default: /etc/blackwell-inference/cuda-links.json
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: debian
+  - blackwell.inference.attributes.check_mode_full
+  - blackwell.inference.attributes.diff_full
+  - blackwell.inference.attributes.debian
 """
 
 EXAMPLES = r"""

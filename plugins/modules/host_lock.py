@@ -75,16 +75,11 @@ options:
         type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - blackwell.inference.attributes
 attributes:
   action:
     description: The controller side names the play and waits; this module takes or gives back the lock file.
     support: full
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """
 
 EXAMPLES = r"""

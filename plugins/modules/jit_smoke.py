@@ -74,13 +74,7 @@ options:
     default: 1800
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - blackwell.inference.attributes
 notes:
   - The kernel is built with C(nvcc -gencode) per arch and linked against the static CUDA runtime; building needs no GPU.
 """

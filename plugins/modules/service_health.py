@@ -115,13 +115,7 @@ options:
     type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - blackwell.inference.attributes
 """
 
 EXAMPLES = r"""

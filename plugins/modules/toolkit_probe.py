@@ -62,17 +62,10 @@ options:
     type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - blackwell.inference.attributes
+  - blackwell.inference.attributes.facts
   - blackwell.inference.lock_reading
   - ansible.builtin.action_common_attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-  facts:
-    support: full
 seealso:
   - module: blackwell.inference.cuda_facts
 """

@@ -41,13 +41,9 @@ options:
     type: path
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: debian
+  - blackwell.inference.attributes.check_mode_full
+  - blackwell.inference.attributes.diff_none
+  - blackwell.inference.attributes.debian
 """
 
 EXAMPLES = r"""

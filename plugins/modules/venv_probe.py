@@ -37,14 +37,8 @@ options:
     default: []
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - blackwell.inference.attributes
   - blackwell.inference.lock_reading
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """
 
 EXAMPLES = r"""

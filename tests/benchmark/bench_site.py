@@ -12,6 +12,12 @@ slower minute of the machine hits them all alike:
   facts x5      the baseline and five cuda_facts calls (no probe): a call's cost beyond a ping's
   no-op         site.yml on a converged host (0 changed: no pip, no apt change, no smoke)
   verify        site.yml --tags verify (read-only checks plus the live JIT smoke on a warm cache)
+  builtins      tests/benchmark/builtins_site.yml: the no-op's steps in plain ansible.builtin modules (the pinned
+                packages and holds, pip, the drop-in, the service, its health endpoint), its inputs read from the host
+
+With BENCH_AGAINST=<another checkout> (its .collections link made), its site.yml's no-op and --tags verify run too,
+with its own ansible.cfg, interleaved with the rest on the same host: an A/B of two commits (issue 46 measured the
+removal of the preload callback this way).
 
 The plays run against a copy of the inventory whose templated host variables (the lab's SSH key path, a lookup of
 LAB_DIR) are worked out once, as literal values: a fleet's inventory names its key file, and a lookup in a connection
@@ -35,6 +41,7 @@ on the host and one converge with
   cuda_toolkit_repo_key_fingerprint: <the mirror key's fingerprint>
 """
 
+import base64
 import json
 import os
 import re
@@ -52,6 +59,7 @@ INVENTORY = os.environ.get("BENCH_INVENTORY", os.path.join(ROOT, "inventories", 
 HOST = os.environ.get("BENCH_HOST", "ct200")
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 VENV = os.environ.get("BENCH_VENV", "/opt/sglang/current")
+AGAINST = os.environ.get("BENCH_AGAINST")
 EXTRA_VARS = ["-e", "@" + os.path.abspath(os.environ["BENCH_EXTRA_VARS"])] if os.environ.get("BENCH_EXTRA_VARS") else []
 TARGETS = {"no-op": 3.0, "verify": 2.0, "facts": 0.2}
 
@@ -95,12 +103,6 @@ def configured_callbacks():
     return [n.strip() for n in (line.group(1) if line else "").split(",") if n.strip()]
 
 
-def plain_callbacks():
-    """ansible.cfg's callbacks without blackwell.inference.preload: a baseline play uses none of the collection's
-    plugins, so it does not pay for loading them (which would make site.yml's ratio look better than it is)."""
-    return ",".join(n for n in configured_callbacks() if n != "blackwell.inference.preload") or "ansible.builtin.default"
-
-
 def literal_inventory(tmp, inventory=INVENTORY):
     """A copy of the inventory (YAML) in tmp with each templated variable of HOST's replaced by its value, as
     ansible's debug module works them out; the path of the copy."""
@@ -139,15 +141,51 @@ def literal_inventory(tmp, inventory=INVENTORY):
     return path
 
 
-def once(args, extra_env=None):
+def once(args, extra_env=None, root=ROOT):
     start = time.perf_counter()
     cmd = [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, *args]
-    proc = subprocess.run(cmd, env=dict(env(), **(extra_env or {})), cwd=ROOT, capture_output=True, text=True, check=False)
+    proc_env = dict(env(), ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"), **(extra_env or {}))
+    proc = subprocess.run(cmd, env=proc_env, cwd=root, capture_output=True, text=True, check=False)
     took = time.perf_counter() - start
     recap = re.search(r"^%s\s+:.*changed=(\d+).*failed=(\d+)" % re.escape(HOST), proc.stdout, re.M)
     if proc.returncode != 0 or not recap or recap.group(1) != "0":
         sys.exit("%s: rc=%s, recap %s\n%s" % (" ".join(args), proc.returncode, recap and recap.group(0), proc.stdout[-3000:]))
     return took, proc.stdout
+
+
+def on_host(module, args):
+    """The result of an ad-hoc call of module on HOST (through the literal inventory), as a dict."""
+    argv = [os.path.join(BIN, "ansible"), "-i", INVENTORY, HOST, "-m", module, "-a", args]
+    json_env = dict(env(), ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    proc = subprocess.run(argv, env=json_env, cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"][HOST]
+
+
+def builtins_vars(tmp):
+    """The inputs of builtins_site.yml, as the converged host and its host_vars have them: the held packages at
+    their versions, the venv's pins and the service's drop-in (read back from the host); a vars file's path."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(INVENTORY)), "host_vars", HOST + ".yml"), encoding="utf-8") as fh:
+        hv = yaml.safe_load(fh)
+    unit = hv["sglang_service_name"]
+    dropin = "/etc/systemd/system/%s.service.d/50-blackwell-inference.conf" % unit
+    pins = on_host("ansible.builtin.shell", "apt-mark showhold | xargs dpkg-query -W -f '${Package}=${Version} '")["stdout"].split()
+    pip_args = " ".join((["--no-index"] if hv.get("sglang_venv_no_index") else []) + ["--find-links=" + d for d in hv.get("sglang_venv_find_links", [])])
+    doc = {
+        "bench_host": HOST,
+        "bench_apt_pins": pins,
+        "bench_pip_pins": hv["sglang_venv_packages"],
+        "bench_pip_no_deps": hv.get("sglang_venv_packages_no_deps", []),
+        "bench_pip_args": pip_args,
+        "bench_venv": VENV,
+        "bench_unit": unit + ".service",
+        "bench_dropin_path": dropin,
+        "bench_dropin_content": base64.b64decode(on_host("ansible.builtin.slurp", "src=" + dropin)["content"]).decode(),
+        "bench_health_url": "http://127.0.0.1:%s/health" % hv.get("sglang_service_port", 30000),
+    }
+    path = os.path.join(tmp, "builtins-vars.yml")
+    with open(path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(doc, fh)
+    return path
 
 
 def write_play(tmp, name, extra="", extra_name=""):
@@ -218,13 +256,19 @@ def main():
             "facts x5": [write_play(tmp, "facts", "".join(FACTS.format(i=i) for i in range(5)), " and five cuda_facts calls")],
             "no-op": ["site.yml", "-l", HOST, *EXTRA_VARS],
             "verify": ["site.yml", "-l", HOST, "--tags", "verify", *EXTRA_VARS],
+            "builtins": [os.path.join(ROOT, "tests", "benchmark", "builtins_site.yml"), "-e", "@" + builtins_vars(tmp)],
         }
-        baseline_env = {"ANSIBLE_CALLBACKS_ENABLED": plain_callbacks()}
+        roots = dict.fromkeys(plays, ROOT)
+        if AGAINST:
+            for name in ("no-op", "verify"):
+                plays[name + " @against"], roots[name + " @against"] = plays[name], os.path.abspath(AGAINST)
         once(plays["no-op"])  # warm: the first run after a boot pays for cold caches on both sides
+        if AGAINST:
+            once(plays["no-op"], root=roots["no-op @against"])
         samples = {name: [] for name in plays}
         for _run in range(RUNS):
             for name, args in plays.items():
-                samples[name].append(once(args, None if args[0] == "site.yml" else baseline_env)[0])
+                samples[name].append(once(args, root=roots[name])[0])
         profile = noop_profile()
     med = {name: statistics.median(values) for name, values in samples.items()}
     noop = med["no-op"] / med["baseline"]
@@ -233,12 +277,17 @@ def main():
     over = []
     print("runs per measurement (median of %d, interleaved):" % RUNS)
     for name, value in med.items():
-        print("  %-12s %6.2f s" % (name, value))
-    for label, value, target, unit in (
+        print("  %-16s %6.2f s" % (name, value))
+    rows = [
         ("site.yml no-op / baseline", noop, TARGETS["no-op"], "x"),
         ("--tags verify / baseline+fi", verify, TARGETS["verify"], "x"),
         ("cuda_facts per call beyond a ping", facts, TARGETS["facts"], " s"),
-    ):
+    ]
+    print("%-36s %6.2fx" % ("builtins play / baseline", med["builtins"] / med["baseline"]))
+    if AGAINST:
+        print("%-36s %6.2fx" % ("no-op @against / baseline", med["no-op @against"] / med["baseline"]))
+        print("%-36s %6.2fx" % ("verify @against / baseline+fi", med["verify @against"] / med["baseline+fi"]))
+    for label, value, target, unit in rows:
         verdict = "ok" if value <= target else "OVER"
         if verdict == "OVER":
             over.append(label)

@@ -75,7 +75,7 @@ def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(b
     filters = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "plugins", "filter", "*.yml")))
     callbacks = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins", "callback", "*.py")))
     roles = sorted(os.listdir(os.path.join(ROOT, "roles")))
-    assert callbacks == ["fleet_summary", "preload", "progress"] and (
+    assert callbacks == ["fleet_summary", "progress"] and (
         modules
         == [
             "cuda_facts",

@@ -9,8 +9,6 @@ import json
 import time
 import urllib.error
 
-from ansible.module_utils.urls import open_url
-
 from ansible_collections.blackwell.inference.plugins.module_utils.service import health, socket_owner
 
 
@@ -39,6 +37,14 @@ def unit_state(module, unit):
 def answer_owner(url, props, invocation_before=None, owners=None):
     """(ok, why): whether an answer on url's port is the unit's own (socket_owner.answer_verdict)."""
     return socket_owner.answer_verdict(url, props, invocation_before, owners)
+
+
+def open_url(*args, **kwargs):
+    """ansible's open_url, imported on first use: it pulls in ssl, http.client and cryptography (about 0.1 s), which
+    a controller-side caller of base_url (the sglang_service_base_url filter, in every task's process) never needs."""
+    from ansible.module_utils.urls import open_url as _open_url  # noqa: PLC0415
+
+    return _open_url(*args, **kwargs)
 
 
 def ask(url, timeout):
