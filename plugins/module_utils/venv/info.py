@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -49,21 +50,15 @@ def site_packages(venv):
 
 
 def installed_versions(site_dirs):
-    """{normalized name: version} from *.dist-info/METADATA (the Name/Version headers)."""
+    """{normalized name: version} of the distributions installed in these site-packages (importlib.metadata: their
+    Name/Version headers, nothing imported); the first directory naming a distribution wins."""
     versions = {}
     for sp in site_dirs:
-        for meta_dir in glob.glob(os.path.join(sp, "*.dist-info")):
-            name = version = None
+        for dist in importlib.metadata.distributions(path=[sp]):
             try:
-                with open(os.path.join(meta_dir, "METADATA"), encoding="utf-8", errors="replace") as fh:
-                    for line in fh:
-                        if line.startswith("Name:"):
-                            name = line[5:].strip()
-                        elif line.startswith("Version:"):
-                            version = line[8:].strip()
-                        elif not line.strip():
-                            break
-            except OSError:
+                meta = dist.metadata
+                name, version = (meta["Name"], meta["Version"]) if meta is not None else (None, None)
+            except (OSError, ValueError):  # unreadable or undecodable METADATA: as if it were not there
                 continue
             if name and version:
                 versions.setdefault(normalize_name(name), version)
