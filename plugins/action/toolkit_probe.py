@@ -2,20 +2,31 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller side of blackwell.inference.toolkit_probe: the reading site.yml's lock made with the same options (given
 as `reading`) is returned without a call to the host (its facts are already the lock task's); otherwise the module
-reads."""
+reads. With `plan`, the role's plan worked out from that reading is returned beside it (module_utils/cuda/plan.py
+role_plan)."""
 
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import plan as cuda_plan
 from ansible_collections.blackwell.inference.plugins.plugin_utils import lock_reading
 
-# the options host_lock's read.toolkit is given (the cuda_toolkit role's __cuda_toolkit_read_options)
-OPTIONS = ("nvidia_smi", "toolkit_root", "packages", "apt_sources", "compile_record", "links", "apt_repo")
+# the options host_lock's read.toolkit is given (the cuda_toolkit role's cuda_toolkit_read_options)
+OPTIONS = ("nvidia_smi", "toolkit_root", "method", "packages", "apt_sources", "compile_record", "links", "apt_repo")
 
 
 class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        result.update(lock_reading.run(self, "blackwell.inference.toolkit_probe", lambda args: {k: args.get(k) for k in OPTIONS}, task_vars))
+        options = self._task.args.pop("plan", None)
+        if options is not None:
+            # the releases and pins the plan cannot make are refused before the host is read
+            try:
+                cuda_plan.released(options.get("versions"), options.get("components"), options.get("releases") or {}, options.get("package_versions"))
+            except cuda_plan.PlanError as exc:
+                return dict(result, failed=True, msg=str(exc))
+        result.update(lock_reading.run(self, "blackwell.inference.toolkit_probe", lambda args: {k: args[k] for k in OPTIONS if k in args}, task_vars))
+        if options is not None and not result.get("failed"):
+            result["plan"] = cuda_plan.role_plan(result, (task_vars or {}).get("ansible_facts") or {}, options)
         return result

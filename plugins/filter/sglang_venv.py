@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-# Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
+# Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter). The role's plan is not a
+# filter: the venv_probe action returns it with its reading (module_utils/venv/info.py role_plan).
 from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info
 
 
@@ -14,17 +15,12 @@ def sglang_venv_pip_check(result, no_deps=None):
     return {"passed": passed, "problems": kept, "set_aside": skipped}
 
 
-def sglang_venv_prune_plan(venvs, this_dir, link_target, local_facts=None, keep=2):
-    return venv_info.prune_plan(venvs or [], this_dir, link_target or "", local_facts or {}, keep)
-
-
 class FilterModule:
     def filters(self):
         return {
+            # a venv's pip check, for a playbook of one's own too
             "sglang_venv_pip_check": sglang_venv_pip_check,
-            "sglang_venv_no_deps_accepted": venv_info.no_deps_accepted,
-            "sglang_venv_prune_plan": sglang_venv_prune_plan,
-            "sglang_venv_inputs_plan": venv_info.inputs_plan,
-            "sglang_venv_current": venv_info.current,
+            # the role's checks of its variables, and its result from the marker of the venv current points at
             "sglang_venv_variable_refusals": venv_info.variable_refusals,
+            "sglang_venv_current": venv_info.current,
         }

@@ -33,6 +33,12 @@ options:
     description: Directory holding C(cuda-X.Y) toolkits and the C(cuda) link.
     type: path
     default: /usr/local
+  method:
+    description:
+      - The role's install method. Given, it decides what is read for apt - O(packages), O(apt_sources) and O(apt_repo)
+        only with C(apt) - in place of those options.
+    type: str
+    choices: [apt, runfile]
   packages:
     description: Read every package's version and status with C(dpkg-query) (the apt method).
     type: bool
@@ -40,25 +46,34 @@ options:
   apt_sources:
     description:
       - Read the URIs of every C(*.list) and C(*.sources) file under C(/etc/apt) (commented lines and disabled stanzas
-        left out) as RV(apt_sources). The caller picks the files that name its repository (the C(cuda_toolkit_work)
-        filter's C(sources_naming)), so the reading needs no URL worked out from the host's facts.
+        left out) as RV(apt_sources). The plan picks the files that name its repository (RV(plan)'s C(sources_naming)),
+        so the reading needs no URL worked out from the host's facts.
     type: bool
     default: false
   compile_record:
     description:
       - JSON file of the kernel compiles that passed, per toolkit path and arch the toolkit's C(identity) then (written by
-        the role, see the C(cuda_compile_record) filter). Returned as RV(compile_record); none read when empty.
+        the role). Returned as RV(compile_record); none read when empty.
     type: path
     default: ""
   links:
     description:
       - Read the cuda links too, with these options of M(blackwell.inference.cuda_link) (C(root), C(default),
-        C(wanted), C(record)). Omitted, RV(links) is null.
+        C(wanted), C(record)); C(wanted) may name releases (X.Y.Z), their X.Y is taken. Omitted, RV(links) is null.
     type: dict
   apt_repo:
     description:
       - Read the role's own apt source too - C(source) (its C(.sources) file) and C(key) (the key file its C(Signed-By)
         names), both paths - as RV(apt_repo). Omitted, RV(apt_repo) is null.
+    type: dict
+  plan:
+    description:
+      - The cuda_toolkit role's variables without their C(cuda_toolkit_) prefix (C(versions), C(components),
+        C(releases), C(package_versions), C(method), C(repo_source), C(hold), C(repo_name), C(source_file),
+        C(repo_base_url), C(repo_distro), C(repo_arch), C(repo_key_url), C(key_fingerprint), C(root), C(default),
+        C(check_driver), C(require_open_kernel_module), C(verify_archs)) and C(live) (C(--tags verify)) and
+        C(check_mode). Given, the role's plan is worked out from the reading on the controller and returned as
+        RV(plan); releases or pins the plan cannot make fail the task before anything is read.
     type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -90,7 +105,7 @@ ansible_facts:
 packages:
   description: >-
     C(dpkg-query -W -f='${Package} ${Version} ${Status}\n') over every package - C(rc) and C(stdout)
-    (the input of the C(cuda_dpkg_state) and C(cuda_package_changes) filters). Empty with O(packages=false).
+    (what RV(plan) reads the packages' states from). Empty with O(packages=false).
   returned: always
   type: dict
   sample: {rc: 0, stdout: "cuda-nvcc-13-0 13.0.88-1 hold ok installed\n"}
@@ -130,6 +145,14 @@ apt_repo:
                         URIs: "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"}]}
     key: {path: /etc/apt/keyrings/cuda-archive-keyring.asc, present: true, mode: "0644", armored: true, error: null,
           fingerprints: [EB693B3035CD5710E231E123A4B469963BF863CC]}
+plan:
+  description:
+    - With O(plan), what the role does on this host, decided once from this reading - the packages to pin and install,
+      apt's work, the repository's work and why, the links to pin, the refusals of the host and of a change, what
+      verify compiles for and whether it has anything to check. See C(role_plan) in C(module_utils/cuda/plan.py).
+  returned: when O(plan) is given
+  type: dict
+  sample: {versions: ["13.0"], apt: false, repo: false, links: false, any: false, refusals: [], change_refusals: [], verify: false}
 read_under_lock:
   description: Whether the result is the O(reading) made under the play's lock (nothing was read by this task).
   returned: always
@@ -149,12 +172,14 @@ def run_module():
         argument_spec=dict(
             nvidia_smi=dict(type="str", default=D["nvidia_smi"]),
             toolkit_root=dict(type="path", default=D["toolkit_root"]),
+            method=dict(type="str", choices=["apt", "runfile"]),
             packages=dict(type="bool", default=D["packages"]),
             apt_sources=dict(type="bool", default=D["apt_sources"]),
             compile_record=dict(type="path", default=D["compile_record"]),
             links=dict(type="dict"),
             apt_repo=dict(type="dict"),
             reading=dict(type="dict"),  # the action's (plugins/action/toolkit_probe.py)
+            plan=dict(type="dict"),  # the action's too
         ),
         supports_check_mode=True,
     )

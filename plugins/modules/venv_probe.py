@@ -35,6 +35,14 @@ options:
     type: list
     elements: str
     default: []
+  plan:
+    description:
+      - The sglang_venv role's variables without their C(sglang_venv_) prefix (C(root), C(python), C(packages),
+        C(lock_file), C(lock_file_sha256) - a list, the lock file's sha256 or none -, C(no_index), C(index_url),
+        C(extra_index_urls), C(find_links), C(patches) - their sha256s -, C(packages_no_deps), C(bytecode), C(keep)),
+        C(local_facts) (C(ansible_local)) and C(check_mode). Given, the role's plan is worked out from the reading on
+        the controller and returned as RV(plan).
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
@@ -75,6 +83,14 @@ venvs:
   elements: dict
   sample: [{name: 2c26817414e442ed, path: /opt/sglang/venvs/2c26817414e442ed, isdir: true, complete: true, marker_mtime: 1764683988.1,
             marker: {hash: 2c26817414e442ed, versions: {flashinfer-python: 0.7.4, torch: 2.13.0+cpu}}}]
+plan:
+  description:
+    - With O(plan), what the role does on this host, decided once from this reading - the inputs and the name of
+      their venv, whether to build, switch and prune it, pip's command, the venvs a prune removes, the refusals of the
+      host. See C(role_plan) in C(module_utils/venv/info.py).
+  returned: when O(plan) is given
+  type: dict
+  sample: {hash: 2c26817414e442ed, dir: /opt/sglang/venvs/2c26817414e442ed, build: false, switch: false, prune: false, remove: [], refusals: []}
 read_under_lock:
   description: Whether the result is the O(reading) made under the play's lock (nothing was read by this task).
   returned: always
@@ -94,6 +110,7 @@ def run_module():
             python=dict(type="str", default="python3"),
             tools=dict(type="list", elements="str", default=[]),
             reading=dict(type="dict"),  # the action's (plugins/action/venv_probe.py)
+            plan=dict(type="dict"),  # the action's too
         ),
         supports_check_mode=True,
     )

@@ -1,6 +1,7 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Which exact NVIDIA packages make up the toolkits wanted (pure logic, used by a filter)."""
+"""The cuda_toolkit role's plan (pure logic): which exact NVIDIA packages make up the toolkits wanted, and what a run
+has to do from one reading of the host (role_plan, returned by the toolkit_probe action with its reading)."""
 
 from __future__ import annotations
 
@@ -561,3 +562,112 @@ def variable_refusals(v):
         for r in (no_runfile if v["cuda_toolkit_method"] == "runfile" else [])
     ]
     return [msg for ok, msg in checks if not ok]
+
+
+def _xy(version):
+    """X.Y of a toolkit's X.Y or X.Y.Z."""
+    return re.sub(r"^(\d+\.\d+)\..*$", r"\1", str(version))
+
+
+def released(releases, components, known, overrides=None):
+    """plan() with the refusal as the role says it: the releases and pins asked for, the releases known, and why."""
+    try:
+        return plan(releases, components, known, overrides)
+    except PlanError as exc:
+        raise PlanError(
+            "cuda_toolkit_versions=%s with cuda_toolkit_package_versions=%s (known releases: %s): %s"
+            % (_plain(releases), _plain(overrides or {}), ", ".join(str(k) for k in known), exc)
+        ) from exc
+
+
+def _plain(value):
+    """A role variable as Jinja prints it (lists and dicts as Python's repr of plain str, int and bool)."""
+    if isinstance(value, dict):
+        return repr({str(k): _plain_item(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return repr([_plain_item(v) for v in value])
+    return str(value)
+
+
+def _plain_item(value):
+    if isinstance(value, dict):
+        return {str(k): _plain_item(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_item(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return value
+    return str(value)
+
+
+def verify_archs(verify_archs_, compute_capabilities):
+    """What verify compiles for: cuda_toolkit_verify_archs, else the GPUs' archs, else sm_120a (no GPUs)."""
+    return list(verify_archs_ or []) or [cuda_arch.nvcc_for_entry(cc) for cc in compute_capabilities or []] or ["sm_120a"]
+
+
+# a second apt source for the role's repository URL (the deb822 source)
+_SECOND_SOURCE = (
+    "%s already point(s) at %s (e.g. from the cuda-keyring package); a second source with another Signed-By makes apt"
+    " update fail. Set cuda_toolkit_repo_source=keyring to use that source, or remove it and keep"
+    " cuda_toolkit_repo_source=deb822."
+)
+
+
+def role_plan(reading, host_facts, options):
+    """What the cuda_toolkit role does on a host, decided once from one reading of it (toolkit_probe's or the lock's).
+
+    reading: the probe's result (packages, apt_sources, apt_repo, links, compile_record; ansible_facts when the module
+    read); host_facts: the host's facts (distribution, distribution_major_version, distribution_version, architecture,
+    for the repository's URL; blackwell_cuda when the reading has none). options: the role's variables without their
+    prefix - versions, components, releases (the role's table), package_versions, method, repo_source, hold,
+    repo_name, source_file, repo_base_url, repo_distro, repo_arch, repo_key_url, key_fingerprint, root, default,
+    check_driver, require_open_kernel_module, verify_archs - and live (--tags verify), check_mode.
+
+    Returns work()'s keys (without host) and: releases (plan()), versions (X.Y), packages (every pin), newest,
+    min_driver, repo_url, key_url and keyring_url (the apt method), archs (what verify compiles for), refusals (of the
+    host: host_refusals), change_refusals (a downgrade, a second source for the repository's URL), verify (whether the
+    verify phase has anything to check when this run changes nothing: verify_work), live (--tags verify) and keep (the
+    toolkit that keeps <root>/cuda after a runfile install). Raises PlanError (released)."""
+    o = options
+    known = o.get("releases") or {}
+    releases = released(o["versions"], o["components"], known, o.get("package_versions"))
+    versions = [r["version"] for r in releases]
+    cuda = ((reading.get("ansible_facts") or {}).get("blackwell_cuda")) or (host_facts or {}).get("blackwell_cuda") or {}
+    newest_ = newest(o["versions"])
+    min_driver = (known.get(newest_) or {}).get("min_driver")
+    apt = o["method"] == "apt"
+    url = repo_url(o.get("repo_base_url") or "", o.get("repo_distro"), o.get("repo_arch"), host_facts) if apt else None
+    out = work(releases, reading, dict(o, repo_url=url))
+    out.pop("host")
+    links = reading.get("links") or {}
+    archs = verify_archs(o.get("verify_archs"), cuda.get("compute_capabilities"))
+    checks = {"root": o.get("root"), "default": o.get("default"), "newest": newest_, "min_driver": min_driver, "links": links}
+    checks.update({k: o.get(k) for k in ("check_driver", "require_open_kernel_module", "live", "check_mode")})
+    change_refusals = []
+    if apt and out["changes"]["downgrade"]:
+        change_refusals.append(
+            "cuda_toolkit_versions=%s would downgrade %s: the role never moves an installed toolkit backwards (pin the installed"
+            " release or a newer one in cuda_toolkit_versions and cuda_toolkit_package_versions)." % (_plain(o["versions"]), out["changes"]["downgrades"])
+        )
+    others = [f for f in out["sources_naming"] if f != o.get("source_file")]
+    if apt and o["repo_source"] == "deb822" and others:
+        change_refusals.append(_SECOND_SOURCE % (", ".join(others), url))
+    verify = verify_work(cuda or None, versions, archs, reading, {"live": o.get("live"), "method": o["method"], "check_mode": o.get("check_mode")})
+    out.update(
+        releases=releases,
+        versions=versions,
+        packages=[p for r in releases for p in r["packages"]],
+        newest=newest_,
+        min_driver=min_driver,
+        repo_url=url,
+        key_url=(o.get("repo_key_url") or (url + "3bf863cc.pub")) if apt else None,
+        keyring_url=(url + "cuda-keyring_1.1-1_all.deb") if apt else None,
+        archs=archs,
+        refusals=host_refusals(cuda, versions, checks),
+        change_refusals=change_refusals,
+        verify=verify,
+        live=bool(o.get("live")),
+        keep=(links.get("kept") or {}).get("version") or o.get("default") or min(versions, key=lambda v: tuple(int(x) for x in v.split("."))),
+    )
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo
 from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd as systemd_env
@@ -19,6 +20,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils.host import me
 DEFAULTS = {
     "nvidia_smi": "nvidia-smi",
     "toolkit_root": "/usr/local",
+    "method": None,
     "packages": True,
     "apt_sources": False,
     "compile_record": "",
@@ -42,15 +44,18 @@ def secure_boot(res):
 
 
 def read(run, p, env, env_notes, home_dir, sources=apt_repo.source_uris, record=cuda_plan.read_compile_record):
-    """The host for p (nvidia_smi, toolkit_root, packages, apt_sources, compile_record, links, apt_repo). Raises
+    """The host for p (nvidia_smi, toolkit_root, method, packages, apt_sources, compile_record, links, apt_repo). Raises
     ReadError (cuda_measure's refusals included)."""
     try:
         facts = cuda_measure.measure(run, p, env, env_notes, home_dir)
     except cuda_measure.MeasureError as exc:
         raise ReadError(exc.msg, exc.result) from exc
 
+    # the role's method, when given, says what apt has to read: the packages, the sources and the role's own source
+    method = p.get("method")
+    apt = method == "apt"
     packages = {"rc": None, "stdout": ""}
-    if p.get("packages", True):
+    if p.get("packages", True) if method is None else apt:
         res = run(["dpkg-query", "-W", "-f=${Package} ${Version} ${Status}\\n"])
         if not res.ok:
             raise ReadError("dpkg-query could not list the packages", res.as_dict())
@@ -60,11 +65,11 @@ def read(run, p, env, env_notes, home_dir, sources=apt_repo.source_uris, record=
     links = None
     if p.get("links") is not None:
         lk = cuda_measure.suboptions("links", p["links"], LINK_OPTIONS, error=ReadError)
-        wanted = [str(v) for v in lk.get("wanted") or []]
+        wanted = [re.sub(r"^(\d+\.\d+)\..*$", r"\1", str(v)) for v in lk.get("wanted") or []]  # X.Y of X.Y.Z
         links = cuda_link_host.read(run, lk.get("root") or "/usr/local", lk.get("record") or DEFAULT_LINK_RECORD, wanted, str(lk.get("default") or ""))
 
     repo = None
-    if p.get("apt_repo") is not None:
+    if p.get("apt_repo") is not None and (method is None or apt):
         given = cuda_measure.suboptions("apt_repo", p["apt_repo"], APT_REPO_OPTIONS, required=APT_REPO_OPTIONS, error=ReadError)
         repo = apt_repo.read(str(given["source"]), str(given["key"]))
 
@@ -72,7 +77,7 @@ def read(run, p, env, env_notes, home_dir, sources=apt_repo.source_uris, record=
         "ansible_facts": {"blackwell_cuda": facts},
         "packages": packages,
         "secure_boot": boot,
-        "apt_sources": sources() if p.get("apt_sources") else {},
+        "apt_sources": sources() if (p.get("apt_sources") if method is None else apt) else {},
         "compile_record": record(p.get("compile_record") or ""),
         "links": links,
         "apt_repo": repo,

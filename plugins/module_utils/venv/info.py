@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -49,21 +50,15 @@ def site_packages(venv):
 
 
 def installed_versions(site_dirs):
-    """{normalized name: version} from *.dist-info/METADATA (the Name/Version headers)."""
+    """{normalized name: version} of the distributions installed in these site-packages (importlib.metadata: their
+    Name/Version headers, nothing imported); the first directory naming a distribution wins."""
     versions = {}
     for sp in site_dirs:
-        for meta_dir in glob.glob(os.path.join(sp, "*.dist-info")):
-            name = version = None
+        for dist in importlib.metadata.distributions(path=[sp]):
             try:
-                with open(os.path.join(meta_dir, "METADATA"), encoding="utf-8", errors="replace") as fh:
-                    for line in fh:
-                        if line.startswith("Name:"):
-                            name = line[5:].strip()
-                        elif line.startswith("Version:"):
-                            version = line[8:].strip()
-                        elif not line.strip():
-                            break
-            except OSError:
+                meta = dist.metadata
+                name, version = (meta["Name"], meta["Version"]) if meta is not None else (None, None)
+            except (OSError, ValueError):  # unreadable or undecodable METADATA: as if it were not there
                 continue
             if name and version:
                 versions.setdefault(normalize_name(name), version)
@@ -299,6 +294,76 @@ def current(meta, root, inputs_hash, changed, switched=False):
         "changed": bool(changed),
         "switched": bool(switched),
     }
+
+
+def pip_install(directory, lock, options):
+    """pip install into the venv being built (directory), under its build lock, with the role's index and wheelhouses:
+    options no_index, index_url, extra_index_urls, find_links, bytecode (False: --no-compile)."""
+    argv = ["flock", "--exclusive", "--nonblock", lock, directory + "/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    argv += [] if options.get("bytecode", True) else ["--no-compile"]
+    if options.get("no_index"):
+        argv.append("--no-index")
+    else:
+        argv += ["--index-url", options.get("index_url", "")] + ["--extra-index-url=%s" % u for u in options.get("extra_index_urls") or []]
+    return argv + ["--find-links=%s" % f for f in options.get("find_links") or []]
+
+
+def refusals(host, options):
+    """What the sglang_venv role refuses of the host as the probe read it: an interpreter that cannot make venvs, and
+    patches without GNU patch. options: python, patches (given)."""
+    out = []
+    python = host.get("python") or {}
+    if python.get("version") is None:
+        out.append(
+            "sglang_venv_python=%s cannot create venvs here (%s): install its venv package (python3-venv) or point"
+            " sglang_venv_python at another interpreter." % (options["python"], python.get("stderr"))
+        )
+    if options.get("patches") and not ((host.get("tools") or {}).get("patch") or {}).get("found"):
+        out.append("sglang_venv_patches needs GNU patch on the host: install the patch package, or empty sglang_venv_patches.")
+    return out
+
+
+def role_plan(host, options):
+    """The sglang_venv role's plan, worked out once from the venv probe's reading (host): inputs_plan()'s keys with the
+    prune's, and root (without a trailing /), lock (the venv's build lock, hidden beside it), pip_install (pip's argv
+    into it: pip_install()), requirements (what pip installs: the lock file, or the packages), link_target (where
+    current points once the switch ran: the venv when it switches, not in check mode, else where it pointed), remove
+    (the venvs the prune removes then: prune_plan) and refusals (of the host: refusals()).
+
+    options: the role's variables without their sglang_venv_ prefix - root, python, packages, lock_file,
+    lock_file_sha256 (a list: the lock file's sha256, or none), no_index, index_url, extra_index_urls, find_links,
+    patches (their sha256s), packages_no_deps, bytecode, keep - and local_facts (ansible_local), check_mode."""
+    root = re.sub("(?<=.)/+$", "", str(options["root"]))
+    lock_sha = list(options.get("lock_file_sha256") or [])
+    plan = inputs_plan(
+        host,
+        root,
+        {
+            "python": options["python"],
+            "requirements": lock_sha[0] if lock_sha else options.get("packages") or [],
+            "no_index": options.get("no_index"),
+            "index_url": options.get("index_url", ""),
+            "extra_index_urls": options.get("extra_index_urls"),
+            "find_links": options.get("find_links"),
+            "patches": options.get("patches"),
+            "no_deps": options.get("packages_no_deps"),
+            "bytecode": options.get("bytecode", True),
+        },
+        {"keep": int(options["keep"]), "local_facts": options.get("local_facts") or {}},
+    )
+    directory = plan["dir"]
+    lock = "%s/venvs/.%s.lock" % (root, plan["hash"])
+    link_target = directory if plan["switch"] and not options.get("check_mode") else plan["previous"]
+    plan.update(
+        root=root,
+        lock=lock,
+        pip_install=pip_install(directory, lock, options),
+        requirements=["--require-hashes", "-r", directory + "/requirements.lock"] if options.get("lock_file") else list(options.get("packages") or []),
+        link_target=link_target,
+        remove=prune_plan(host.get("venvs") or [], directory, link_target, options.get("local_facts") or {}, int(options["keep"]))["remove"],
+        refusals=refusals(host, options),
+    )
+    return plan
 
 
 _PINNED = re.compile(r"^[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==\S+$")

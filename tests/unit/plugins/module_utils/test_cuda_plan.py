@@ -567,3 +567,125 @@ def test_dry_run_lets_the_toolkit_packages_through():
     # cuda-driver-dev (the stubs) and the toolkit's own packages are no driver
     stdout = "Inst cuda-driver-dev-13-0 (13.0.96-1 lab-mirror [amd64])\nInst cuda-nvcc-13-0 (13.0.88-1 lab-mirror [amd64])\n"
     assert cp.dry_run({"rc": 0, "stdout": stdout, "stderr": ""})["ok"]
+
+
+# role_plan: the role's variables as the toolkit_probe action is given them (vars/main.yml __cuda_toolkit_plan_options)
+ROLE = {
+    "versions": ["13.0.2"],
+    "components": "slim",
+    "releases": KNOWN,
+    "package_versions": {},
+    "method": "apt",
+    "repo_source": "deb822",
+    "hold": True,
+    "repo_name": "cuda-toolkit",
+    "source_file": "/etc/apt/sources.list.d/cuda-toolkit.sources",
+    "repo_base_url": "https://developer.download.nvidia.com/compute/cuda/repos",
+    "repo_distro": "",
+    "repo_arch": "",
+    "repo_key_url": "",
+    "key_fingerprint": NVIDIA,
+    "root": "/usr/local",
+    "default": "",
+    "check_driver": True,
+    "require_open_kernel_module": True,
+    "verify_archs": [],
+    "live": False,
+    "check_mode": False,
+}
+BLACKWELL = {
+    "toolkits": FACTS13["toolkits"],
+    "driver": {"present": True, "version": "580.95.05", "branch": "580", "cuda_version": "13.0", "open_kernel_module": True, "error": None},
+    "compute_capabilities": ["12.0"],
+}
+OURS = "/etc/apt/sources.list.d/cuda-toolkit.sources"
+CONVERGED = {
+    "packages": {"stdout": converged_query(shipped_plan())},
+    "apt_sources": {OURS: [NVIDIA_URL]},
+    "apt_repo": in_place_repo(),
+    "links": {"needed": False, "pending": [], "kept": {"version": "12.8"}},
+    "compile_record": RECORD,
+}
+
+
+def test_role_plan_of_a_converged_host_is_nothing_to_do():
+    got = cp.role_plan(dict(CONVERGED, ansible_facts={"blackwell_cuda": BLACKWELL}), FACTS_DEBIAN, ROLE)
+    assert (got["any"], got["apt"], got["repo"], got["links"], got["verify"], got["live"]) == (False, False, False, False, False, False)
+    assert got["releases"] == shipped_plan() and got["versions"] == ["13.0"] and got["packages"] == shipped_plan()[0]["packages"]
+    assert (got["newest"], got["min_driver"], got["repo_url"]) == ("13.0.2", "580.95.05", NVIDIA_URL)
+    assert got["key_url"] == NVIDIA_URL + "3bf863cc.pub" and got["keyring_url"] == NVIDIA_URL + "cuda-keyring_1.1-1_all.deb"
+    assert (got["archs"], got["refusals"], got["change_refusals"], got["keep"]) == (["sm_120a"], [], [], "12.8")
+    assert "host" not in got
+    # the lock's reading has no facts of its own: the host's (the lock task's) are taken
+    assert cp.role_plan(CONVERGED, dict(FACTS_DEBIAN, blackwell_cuda=BLACKWELL), ROLE) == got
+
+
+@pytest.mark.parametrize(
+    "reading, facts, options, want",
+    [
+        # the runfile method: no repository, no apt, checked each run; the default keeps /usr/local/cuda when nothing was kept
+        ({}, FACTS_DEBIAN, dict(ROLE, method="runfile", default="13.0"), {"repo_url": None, "key_url": None, "any": True, "apt": False, "keep": "13.0"}),
+        # no link kept, no default: the oldest toolkit wanted
+        ({}, FACTS_DEBIAN, dict(ROLE, method="runfile", versions=["13.0.2", "12.8.0"], package_versions={"12.8.0": {}}), None),
+        # the archs asked for; no GPUs: sm_120a; the GPUs' archs otherwise
+        ({}, dict(FACTS_DEBIAN, blackwell_cuda={"compute_capabilities": ["8.9"]}), dict(ROLE, verify_archs=["sm_100a"]), {"archs": ["sm_100a"]}),
+        ({}, dict(FACTS_DEBIAN, blackwell_cuda={"compute_capabilities": []}), ROLE, {"archs": ["sm_120a"]}),
+        ({}, dict(FACTS_DEBIAN, blackwell_cuda={"compute_capabilities": ["12.0", "8.9"]}), ROLE, {"archs": ["sm_120a", "sm_89"]}),
+        # a mirror's key; the distro and arch given; --tags verify
+        (
+            {},
+            {},
+            dict(ROLE, repo_key_url="https://m/key.asc", repo_distro="ubuntu2404", repo_arch="sbsa", live=True),
+            {"key_url": "https://m/key.asc", "repo_url": BASE + "/ubuntu2404/sbsa/", "live": True, "verify": True},
+        ),
+    ],
+)
+def test_role_plan_decides_from_the_variables(reading, facts, options, want):
+    if want is None:  # an unknown release without pins is refused, naming the releases asked for
+        with pytest.raises(cp.PlanError, match=r"^cuda_toolkit_versions=\['13.0.2', '12.8.0'\] with cuda_toolkit_package_versions=\{'12.8.0': \{\}\}"):
+            cp.role_plan(reading, facts, options)
+        return
+    got = cp.role_plan(reading, facts, options)
+    assert {k: got[k] for k in want} == want
+
+
+@pytest.mark.parametrize(
+    "releases, overrides, message",
+    [
+        (
+            ["13.x"],
+            {},
+            "cuda_toolkit_versions=['13.x'] with cuda_toolkit_package_versions={} (known releases: 12.8.0, 12.8.1, 12.9.0, 12.9.1, "
+            "13.0.0, 13.0.1, 13.0.2): cuda_toolkit_versions: '13.x' is not a full CUDA release X.Y.Z (e.g. 13.0.2)",
+        ),
+        (
+            ["13.0.3"],
+            {"13.0.3": {"cuda-nvcc-13-0": "13.0.99-1"}},
+            "cuda_toolkit_versions=['13.0.3'] with cuda_toolkit_package_versions="
+            "{'13.0.3': {'cuda-nvcc-13-0': '13.0.99-1'}} (known releases: 12.8.0, 12.8.1, 12.9.0, 12.9.1, 13.0.0, 13.0.1, 13.0.2): "
+            "no pinned versions for CUDA 13.0.3 packages",
+        ),
+    ],
+)
+def test_released_says_what_was_asked_and_why_the_plan_cannot_make_it(releases, overrides, message):
+    with pytest.raises(cp.PlanError) as exc:
+        cp.released(releases, "slim", KNOWN, overrides)
+    assert str(exc.value).startswith(message)
+
+
+def test_role_plan_refuses_a_downgrade_a_second_source_and_an_old_driver():
+    lower = converged_query(shipped_plan()).replace("cuda-nvcc-13-0 13.0.88-1", "cuda-nvcc-13-0 13.0.99-1")
+    mirror = "/etc/apt/sources.list.d/cuda-debian12-x86_64.list"
+    reading = dict(CONVERGED, packages={"stdout": lower}, apt_sources={OURS: [NVIDIA_URL], mirror: [NVIDIA_URL]})
+    got = cp.role_plan(reading, dict(FACTS_DEBIAN, blackwell_cuda=OLD), ROLE)
+    assert got["change_refusals"] == [
+        "cuda_toolkit_versions=['13.0.2'] would downgrade cuda-nvcc-13-0 from 13.0.99-1 to 13.0.88-1: the role never moves an installed"
+        " toolkit backwards (pin the installed release or a newer one in cuda_toolkit_versions and cuda_toolkit_package_versions).",
+        "/etc/apt/sources.list.d/cuda-debian12-x86_64.list already point(s) at"
+        " https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ (e.g. from the cuda-keyring package); a second source"
+        " with another Signed-By makes apt update fail. Set cuda_toolkit_repo_source=keyring to use that source, or remove it and keep"
+        " cuda_toolkit_repo_source=deb822.",
+    ]
+    assert any("driver 570.124.06 (R570, CUDA <= 12.8) is too old for CUDA 13.0.2, which needs >= 580.95.05" in r for r in got["refusals"])
+    # the keyring's source is the one to use then: no second-source refusal
+    assert len(cp.role_plan(reading, dict(FACTS_DEBIAN, blackwell_cuda=OLD), dict(ROLE, repo_source="keyring"))["change_refusals"]) == 1

@@ -61,6 +61,31 @@ def test_a_runfile_host_reads_no_packages_and_no_sources(measured):
     assert got["packages"] == {"rc": None, "stdout": ""} and got["apt_sources"] == {} and calls == ["mokutil"]
 
 
+@pytest.mark.parametrize(
+    ("method", "given", "calls_made", "read_sources", "read_repo"),
+    [
+        # the role's method says what apt has to read, whatever packages and apt_sources say
+        ("apt", {"packages": False, "apt_sources": False}, ["dpkg-query", "mokutil"], True, True),
+        ("runfile", {"packages": True, "apt_sources": True}, ["mokutil"], False, False),
+        # without it, those options do
+        (None, {"packages": True, "apt_sources": False}, ["dpkg-query", "mokutil"], False, True),
+    ],
+)
+def test_the_method_decides_what_apt_has_to_read(measured, tmp_path, method, given, calls_made, read_sources, read_repo):
+    run, calls = runner({"mokutil": SB_OFF, "dpkg-query": commands.CommandResult(["dpkg-query"], rc=0, stdout=DPKG)})
+    repo = {"source": str(tmp_path / "none.sources"), "key": str(tmp_path / "none.asc")}
+    got = read(run, method=method, apt_repo=repo, **given)
+    assert calls == calls_made and bool(got["apt_sources"]) is read_sources and (got["apt_repo"] is not None) is read_repo
+
+
+def test_links_wanted_as_releases_are_read_as_their_x_y(measured, monkeypatch):
+    seen = []
+    monkeypatch.setattr(toolkit_read.cuda_link_host, "read", lambda run, root, record, wanted, default: seen.append(wanted) or {})
+    run, _calls = runner({"mokutil": SB_OFF})
+    read(run, packages=False, links={"root": "/usr/local", "default": "", "wanted": ["13.0.2", "12.8", "12.9.1"]})
+    assert seen == [["13.0", "12.8", "12.9"]]
+
+
 def test_the_roles_own_source_and_key_are_read_when_asked(measured, tmp_path):
     run, _calls = runner({"mokutil": SB_OFF})
     key = tmp_path / "k.asc"

@@ -405,3 +405,91 @@ def test_current_is_the_role_result_from_the_marker():
     # no marker (no complete venv yet, or check mode before the first build)
     none = vi.current(None, "/opt/sglang", "119f0a510a34ff5f", False)
     assert none["hash"] is None and none["dir"] == "/opt/sglang/venvs/" and none["versions"] == {} and none["matches_inputs"] is False
+
+
+# role_plan: the role's variables as the venv_probe action is given them (vars/main.yml __sglang_venv_plan_options)
+LAB_ROLE = {
+    "root": "/opt/sglang/",
+    "python": "/usr/bin/python3",
+    "packages": ["flashinfer-python==0.7.4", "torch==2.13.0"],
+    "lock_file": "",
+    "lock_file_sha256": [],
+    "no_index": True,
+    "index_url": "https://pypi.org/simple",
+    "extra_index_urls": ["https://download.pytorch.org/whl/cu130"],
+    "find_links": ["/srv/wheelhouse"],
+    "patches": [],
+    "packages_no_deps": ["sglang==0.5.23"],
+    "bytecode": True,
+    "keep": "2",
+    "local_facts": {},
+    "check_mode": False,
+}
+PIP = ["flock", "--exclusive", "--nonblock", "/opt/sglang/venvs/.119f0a510a34ff5f.lock", "/opt/sglang/venvs/119f0a510a34ff5f/bin/python", "-m", "pip"]
+PIP += ["install", "--disable-pip-version-check", "--no-input"]
+
+
+def test_role_plan_is_the_inputs_plan_with_what_the_tasks_run():
+    plan = vi.role_plan(dict(LAB_HOST, tools={"patch": {"found": False}}), LAB_ROLE)
+    inputs = vi.inputs_plan(LAB_HOST, "/opt/sglang", LAB_OPTIONS, {"keep": 2, "local_facts": {}})
+    assert {k: plan[k] for k in inputs} == inputs
+    assert plan["root"] == "/opt/sglang" and plan["lock"] == "/opt/sglang/venvs/.119f0a510a34ff5f.lock"
+    assert plan["pip_install"] == [*PIP, "--no-index", "--find-links=/srv/wheelhouse"]
+    assert plan["requirements"] == LAB_ROLE["packages"] and plan["refusals"] == []
+    # current moves to this venv: the prune decides with it there; in check mode current stays
+    assert plan["link_target"] == plan["dir"] and plan["remove"] == []
+    assert vi.role_plan(LAB_HOST, dict(LAB_ROLE, check_mode=True))["link_target"] == "/opt/sglang/venvs/0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    "change, key, want",
+    [
+        (
+            {"no_index": False},
+            "pip_install",
+            [*PIP, "--index-url", "https://pypi.org/simple", "--extra-index-url=https://download.pytorch.org/whl/cu130", "--find-links=/srv/wheelhouse"],
+        ),
+        ({"bytecode": False}, "pip_install", [*PIP, "--no-compile", "--no-index", "--find-links=/srv/wheelhouse"]),
+        ({"lock_file": "req.lock", "lock_file_sha256": ["9f86d081884c7d65"]}, "requirements", ["--require-hashes", "-r", "%s/requirements.lock"]),
+        ({"lock_file": "req.lock", "lock_file_sha256": ["9f86d081884c7d65"]}, "inputs", "9f86d081884c7d65"),
+    ],
+)
+def test_role_plan_of_other_inputs(change, key, want):
+    plan = vi.role_plan(LAB_HOST, dict(LAB_ROLE, **change))
+    got = plan[key]["requirements"] if key == "inputs" else plan[key]
+    if key == "pip_install":
+        want = [plan["lock"] if w.endswith(".lock") else plan["dir"] + "/bin/python" if w.endswith("/bin/python") else w for w in want]
+    elif key == "requirements":
+        want = [w % plan["dir"] if "%s" in w else w for w in want]
+    assert got == want
+
+
+@pytest.mark.parametrize(
+    "host, options, refusals",
+    [
+        ({"python": {"version": "3.11.2"}, "tools": {"patch": {"found": True}}}, {"python": "python3", "patches": ["e3b0"]}, []),
+        ({"python": {"version": "3.11.2"}, "tools": {}}, {"python": "python3", "patches": []}, []),
+        (
+            {"python": {"version": None, "stderr": "No module named ensurepip"}, "tools": {"patch": {"found": False}}},
+            {"python": "/usr/bin/python3", "patches": ["e3b0"]},
+            [
+                "sglang_venv_python=/usr/bin/python3 cannot create venvs here (No module named ensurepip): install its venv package"
+                " (python3-venv) or point sglang_venv_python at another interpreter.",
+                "sglang_venv_patches needs GNU patch on the host: install the patch package, or empty sglang_venv_patches.",
+            ],
+        ),
+    ],
+)
+def test_refusals_of_the_host(host, options, refusals):
+    assert vi.refusals(host, options) == refusals
+
+
+def test_role_plan_prunes_beyond_keep_with_current_moved():
+    venvs = [
+        {"name": n, "path": "/opt/sglang/venvs/" + n, "isdir": True, "complete": True, "marker_mtime": t}
+        for n, t in (("aaaa", 3), ("bbbb", 2), ("cccc", 1), ("119f0a510a34ff5f", 4))
+    ]
+    plan = vi.role_plan(dict(LAB_HOST, venvs=venvs, current="/opt/sglang/venvs/aaaa"), LAB_ROLE)
+    assert plan["switch"] is True and plan["prune"] is True
+    # current moves to this run's venv: the one current pointed at is held no more, the newest complete other one is kept
+    assert plan["remove"] == ["/opt/sglang/venvs/bbbb", "/opt/sglang/venvs/cccc"]
