@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import platform as host_platform
-
-# Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
-from ansible_collections.blackwell.inference.plugins.module_utils.fleet import summary as fleet_summary
+# Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter); each imports its module_utils
+# when called (plugin_utils/filters.py).
+from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import module
 
 
 def host_refusal(facts):
-    return host_platform.refusal(facts) or ""
+    return module("common.platform").refusal(facts) or ""
 
 
 def host_summary(cuda, host, summaries=None):
-    return fleet_summary.host_lines(host, cuda, summaries or [])
+    return module("fleet.summary").host_lines(host, cuda, summaries or [])
 
 
 class FilterModule:

@@ -6,10 +6,11 @@ from __future__ import annotations
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter).
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import paths
+from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import module
 
 
 def pending(entries, observed):
+    paths = module("common.paths")
     try:
         return paths.pending(list(entries), dict(observed or {}))
     except paths.PathsError as exc:

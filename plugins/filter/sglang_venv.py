@@ -5,13 +5,13 @@ from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter). The role's plan is not a
 # filter: the venv_probe action returns it with its reading (module_utils/venv/info.py role_plan).
-from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info
+from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import call, module
 
 
 def sglang_venv_pip_check(result, no_deps=None):
     if isinstance(result, str):  # pip check's output alone
         result = {"rc": 1 if result.strip() and result.strip() != "No broken requirements found." else 0, "stdout": result}
-    passed, kept, skipped = venv_info.pip_check_verdict(result, no_deps or [])
+    passed, kept, skipped = module("venv.info").pip_check_verdict(result, no_deps or [])
     return {"passed": passed, "problems": kept, "set_aside": skipped}
 
 
@@ -21,6 +21,6 @@ class FilterModule:
             # a venv's pip check, for a playbook of one's own too
             "sglang_venv_pip_check": sglang_venv_pip_check,
             # the role's checks of its variables, and its result from the marker of the venv current points at
-            "sglang_venv_variable_refusals": venv_info.variable_refusals,
-            "sglang_venv_current": venv_info.current,
+            "sglang_venv_variable_refusals": call("venv.info", "variable_refusals"),
+            "sglang_venv_current": call("venv.info", "current"),
         }
