@@ -10,6 +10,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils.service import
 from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
 from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.service import ready
 from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
 from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import guard
 
@@ -17,16 +18,6 @@ from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import
 def sample_refusal(request):
     """'' when the sampled request is off ({}) or samples; else why it is refused."""
     return "" if not request else service_health.sample_checked(dict(request)) or ""
-
-
-def verdict(smoke, ready_without_launch):
-    ready, reason = sglang_service.verdict(bool((smoke or {}).get("failed")), smoke, ready_without_launch)
-    return {"ready": ready, "reason": reason}
-
-
-def needs_validation(marker, digest, vouched=None):
-    needed, why = sglang_service.needs_validation(marker, digest, vouched)
-    return {"needed": needed, "why": why}
 
 
 def device_allow(access="rw"):
@@ -52,24 +43,18 @@ class FilterModule:
             "sglang_service_variable_refusals": service_plan.variable_refusals,
             "sglang_service_summary": service_plan.summary,
             "sglang_service_extra_services": service_list.extra_services,
-            "sglang_service_host_verdict": service_list.host_verdict,
+            "sglang_service_host_verdict": ready.host_verdict,
             "sglang_service_systemd_quote": guard(sglang_service.systemd_quote),
             "sglang_service_systemd_environment": guard(sglang_service.systemd_environment),
             "sglang_service_systemd_exec": guard(sglang_service.systemd_exec),
             "sglang_service_systemd_description": guard(sglang_service.systemd_description),
             "sglang_service_systemd_path": guard(sglang_service.systemd_path),
             "sglang_service_systemd_env_file_path": guard(sglang_service.systemd_env_file_path),
-            "sglang_service_inputs": sglang_service.inputs,
-            "sglang_service_digest": sglang_service.inputs_digest,
-            "sglang_service_readiness": guard(sglang_service.readiness),
-            "sglang_service_verdict": verdict,
-            "sglang_service_needs_validation": needs_validation,
-            "sglang_service_revalidation": sglang_service.revalidation,
-            "sglang_service_health_stands": sglang_service.health_stands,
+            "sglang_service_verdict": ready.smoke_verdict,
+            "sglang_service_revalidation": ready.revalidation,
+            "sglang_service_health_stands": ready.health_stands,
             "sglang_service_base_url": service_http.base_url,
-            "sglang_service_marker": guard(sglang_service.marker),
-            "sglang_service_overridden_marker": sglang_service.overridden,
-            "sglang_service_rollback_note": sglang_service.rollback_note,
+            "sglang_service_marker": guard(ready.next_marker),
             "sglang_service_rollback_outcome": sglang_service.rollback_outcome,
             "sglang_service_last_good_policy": sglang_service.last_good_policy,
             "sglang_service_stale_workspaces": sglang_service.stale_workspaces,
