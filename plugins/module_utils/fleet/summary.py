@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import values
 from ansible_collections.blackwell.inference.plugins.module_utils.common.values import is_true
+from ansible_collections.blackwell.inference.plugins.module_utils.service import ready as service_ready
 
-READY = "READY"
-NOT_READY = "NOT READY"
+# a host's status: READY / NOT READY are the service's words (module_utils/service/ready.py), the others the run's
+READY = service_ready.READY
+NOT_READY = service_ready.NOT_READY
 UNREACHABLE = "UNREACHABLE"
 NOT_RUN = "NOT RUN"
 
@@ -144,7 +146,7 @@ def row(host, cuda=None, summary=None, failure=None, unreachable=None, reached=T
         causes = [c.get("cause") for c in summary.get("causes") or [] if isinstance(c, dict) and c.get("cause")]
         if causes and not ready:  # what the service's journal says it died of
             why += "; journal: " + "; ".join(_one_line(c) for c in causes)
-        res.update(status=READY if ready else NOT_READY, ready=ready, why=why)
+        res.update(status=service_ready.word(ready), ready=ready, why=why)
     else:
         res.update(status=NOT_READY, why="no service summary (the tags chosen skip it, or check mode)")
     res["why"] = _one_line(res.get("why"), WHY_LIMIT)
@@ -229,7 +231,7 @@ def _service_lines(s):
         "state: %s%s"
         % (s.get("state"), " (last good state: %s of %s)" % (last_good.get("venv"), last_good.get("time")) if last_good else " (no last good state)")
     )
-    lines.append("%s: %s" % ("READY" if is_true(s.get("ready")) else "NOT READY", s.get("reason")))
+    lines.append("%s: %s" % (service_ready.word(s.get("ready")), s.get("reason")))
     for cause in s.get("causes") or []:
         lines.append(
             "why the service fails (%s): %s (journal: %s); fix: %s"

@@ -1,6 +1,7 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The ready marker after a boot validation: `ready: true` only once the unit's own process answered.
+"""The answer check after a boot validation: the ready marker says `ready: true` only once the unit's own process
+answered (what the marker then holds: ready.py, pending and after_answer).
 
 The boot validator (<service>-validate.service) writes `phase: validated, ready: false`: its smoke passed, nobody has
 seen the service answer yet. <service>-ready.service, pulled in by the service (Wants=) and ordered after it, then waits
@@ -8,7 +9,7 @@ for the unit's own answer (its health endpoint and the sampled request, from a p
 `phase: serving, ready: true`, or `phase: not serving, ready: false` with the cause. It never stops or fails the service
 (in drop-in mode the unit is the operator's): a unit of its own, not an ExecStartPost= whose failure would stop it.
 
-Installed beside boot_validate.py (stdlib only, no Ansible): socket_owner and service_health are next to it too."""
+Installed beside boot_validate.py (stdlib only, no Ansible): socket_owner, service_health and ready are next to it too."""
 
 from __future__ import annotations
 
@@ -19,38 +20,6 @@ import urllib.parse
 
 from ansible_collections.blackwell.inference.plugins.module_utils.service import health as service_health
 from ansible_collections.blackwell.inference.plugins.module_utils.service import socket_owner
-
-BOOT_SOURCE = "boot validation (%s)"
-
-
-def pending(marker, inputs, service):
-    """Why the answer check leaves the marker alone (None: it waits for the answer and decides): only the marker this
-    boot's validation wrote for these inputs (phase validated) is the check's to turn into serving or not serving."""
-    marker = marker or {}
-    if marker.get("source") != BOOT_SOURCE % service:
-        return "the marker was written by %s, which judges the answer itself" % (marker.get("source") or "nobody")
-    if marker.get("phase") != "validated":
-        return "the boot validation did not pass (phase %s)" % marker.get("phase")
-    if marker.get("inputs") != inputs:
-        return "the marker is for other inputs than these settings'"
-    return None
-
-
-def after_answer(marker, answered, why, now, service):
-    """The marker once the check ended: serving and ready when the unit answered, else not serving with the cause.
-    last_good stays as it is (the play's answer with its snapshot moves it)."""
-    out = dict(marker)
-    if answered:
-        out.update(ready=True, phase="serving", reason="%s; answered after boot (%s)" % (_first(marker.get("reason")), why), time=now)
-    else:
-        out.update(ready=False, phase="not serving", reason="the service did not answer after boot: %s" % why, time=now)
-    out["source"] = BOOT_SOURCE % service
-    return out
-
-
-def _first(reason):
-    """The validation's own reason, without the note that it waits for the answer."""
-    return str(reason or "validated").split("; waiting for", 1)[0]
 
 
 def ask(url, timeout, body=None):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common.values import is_true
 from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
 
 KEYS = ("name", "mode", "venv", "gpus", "environment", "model_path", "port", "args", "command", "marker")
@@ -149,23 +148,3 @@ def extra_services(entries, primary):
                 bad.append("%s.port: a port of its own (%d is %s's)." % (where, service["port"], ports[service["port"]]))
             ports.setdefault(service["port"], service["name"])
     return {"error": " ".join(bad) or None, "services": services}
-
-
-def host_verdict(host, summaries):
-    """The host's READY over every service's summary (the first service first): ready only when each one is.
-    {"ready", "msg"}: one service keeps the one-service wording; more name each one that is not ready."""
-    summaries = [s for s in summaries or [] if isinstance(s, dict)]
-    if not summaries:
-        return {"ready": False, "msg": "%s is NOT READY: no service summary" % host}
-    if len(summaries) == 1:
-        s = summaries[0]
-        word = "ready" if is_true(s.get("ready")) else "NOT READY"
-        return {"ready": is_true(s.get("ready")), "msg": "%s is %s (%s): %s" % (host, word, s.get("state"), s.get("reason"))}
-    bad = [s for s in summaries if not is_true(s.get("ready"))]
-    if not bad:
-        return {"ready": True, "msg": "%s is ready: %s" % (host, "; ".join("%s (%s)" % (s.get("unit"), s.get("state")) for s in summaries))}
-    return {
-        "ready": False,
-        "msg": "%s is NOT READY (%d of %d services): %s"
-        % (host, len(bad), len(summaries), "; ".join("%s (%s): %s" % (s.get("unit"), s.get("state"), s.get("reason")) for s in bad)),
-    }

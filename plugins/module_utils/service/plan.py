@@ -11,6 +11,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils.common import 
 from ansible_collections.blackwell.inference.plugins.module_utils.service import health as service_health
 from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
+from ansible_collections.blackwell.inference.plugins.module_utils.service import ready
 from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
 from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as unit_command
 from ansible_collections.blackwell.inference.plugins.module_utils.sglang import rules as sglang_rules
@@ -198,17 +199,15 @@ def summary(marker, facts):
     when the look stood), live_smoke (--tags verify's jit_smoke result; None or skipped when it did not run),
     ready_without_launch, verdict and smoke (this run's validation; None when none ran), unit_show (the unit as read),
     command (the service's argv) and foreign (the plan's: another file of the unit overrides what the role set, so
-    the host is not ready). The readiness is sglang_service.readiness over the health that counts now."""
+    the host is not ready). The readiness is ready.readiness over the health that counts now."""
     marker = marker or {}
     health_now = facts.get("health_now")
     health = (facts.get("probe_health") if _skipped(health_now) else health_now) or {}
     live_smoke = facts.get("live_smoke")
     live = not _skipped(live_smoke)
-    live_verdict = None
-    if live:
-        ready, reason = sglang_service.verdict(bool(live_smoke.get("failed")), live_smoke, facts.get("ready_without_launch"))
-        live_verdict = {"ready": ready, "reason": reason}
-    readiness = sglang_service.readiness(marker, facts.get("need"), health, live_verdict)
+    live_verdict = ready.smoke_verdict(live_smoke, facts.get("ready_without_launch")) if live else None
+    # another file of the unit overrides what the role set (foreign): not ready, whatever the marker and the health say
+    readiness = ready.readiness(marker, facts.get("need"), health, live_verdict, facts.get("foreign"))
     if live:
         steps = live_smoke.get("steps", {})
         source = "live (--tags verify)"
@@ -220,8 +219,6 @@ def summary(marker, facts):
     command = {"source": unit_show.get("source"), "argv": facts.get("command")}
     if unit_show.get("replaced"):
         command["old"] = unit_show.get("old")
-    if facts.get("foreign"):  # what systemd runs is not what was validated, whatever the marker and the health say
-        readiness = {"ready": False, "state": "not as validated", "reason": facts["foreign"]}
     return {
         "unit": facts.get("unit"),
         "mode": facts.get("mode"),
@@ -313,10 +310,10 @@ def fingerprint_checksums(files, written, observed, reread=False):
 
 def fingerprint(marker, facts, cuda_home, env, venv_target, archs, files=None, policy=None):
     """What a validation vouches for and whether this host needs one, worked out once: {inputs (sglang_service.inputs),
-    digest (their fingerprint), need ({needed, why}: sglang_service.needs_validation against the ready marker)}."""
+    digest (their fingerprint), need ({needed, why}: ready.needs_validation against the ready marker)}."""
     vouched = sglang_service.inputs(facts, cuda_home, env, venv_target, archs, files, policy)
     digest = sglang_service.inputs_digest(vouched)
-    needed, why = sglang_service.needs_validation(marker, digest, vouched)
+    needed, why = ready.needs_validation(marker, digest, vouched)
     return {"inputs": vouched, "digest": digest, "need": {"needed": needed, "why": why}}
 
 

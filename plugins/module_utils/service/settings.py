@@ -1,9 +1,7 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure pieces of the service role: its environment from facts, the ready verdict, the marker.
-
-Also imported by the boot-time validator on the host, with cuda_arch beside it (stdlib only, no Ansible).
-"""
+"""Pure pieces of the service role: its environment from facts, the unit's settings, what a validation vouches for
+and what a rollback says (READY itself, the verdict and the marker: ready.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +13,10 @@ import re
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common.systemd import SYSTEM_PATH
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import arch as cuda_arch
+from ansible_collections.blackwell.inference.plugins.module_utils.service import ready
 
 # systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04): what a unit without
 # Environment=PATH=... sees, and what the role's PATH ends with. Its one home: every module reads it from here.
-_ERROR_LINE = re.compile(r"(fatal )?error: .*")
 # Written by the role, never taken from sglang_service_environment (they come from the facts).
 MANAGED_KEYS = (
     "CUDA_HOME",
@@ -226,158 +224,13 @@ def inputs_digest(vouched):
     return hashlib.sha256(json.dumps(vouched, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def changed_inputs(old, new):
-    """Which of inputs()' keys differ (sorted), to say why a host revalidates."""
-    old, new = old or {}, new or {}
-    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-
-
-def verdict(failed, smoke, ready_without_launch):
-    """(ready, reason) from a smoke result (the jit_smoke module's return or the boot validator's)."""
-    steps = (smoke or {}).get("steps") or {}
-    if failed:
-        return False, "smoke failed: %s" % _short((smoke or {}).get("msg") or "no result")
-    launch = steps.get("launch") or {}
-    if not launch.get("launched"):
-        if not ready_without_launch:
-            return False, "no kernel launched (%s) and sglang_service_ready_without_launch is false" % launch.get("reason", "no launch step")
-        return True, "compiled%s; not launched (%s), allowed by policy" % (_warm_note(steps), launch.get("reason", "?"))
-    return True, "kernel launched (%s)%s" % (launch.get("detail", "ok"), _warm_note(steps))
-
-
-def _short(msg):
-    """First line of a failure, plus the compiler's first error line when the output has one."""
-    lines = str(msg).strip().splitlines() or [""]
-    first = lines[0][:300]
-    err = next((m.group(0) for m in map(_ERROR_LINE.search, lines[1:]) if m), None)
-    return "%s (%s)" % (first, err[:300]) if err else first
-
-
-def _warm_note(steps):
-    mods = (steps.get("warm") or {}).get("modules") or []
-    return ", JIT cache warm (%s)" % " ".join(m["name"] for m in mods) if mods else ""
-
-
-def health_stands(look, revalidated, enable_changed, further_services):
-    """Whether the preflight's look at the service (service_probe's `health`) stands for the health check.
-
-    It does when the look found the service ready to serve (its health endpoint answered, and its sampled request
-    when there is one) and nothing of the service changed since: no validation or rollout ran (revalidated), the
-    enable task changed nothing (it may have started the service), and no further service of the host follows (the
-    summary's facts are gathered after the last one). Anything else asks again (service_health waits and explains)."""
-    return bool(look and look.get("stands")) and not (revalidated or enable_changed or further_services)
-
-
-def needs_validation(marker, digest, vouched=None):
-    """(bool, why) for an existing marker (None when absent) and the current inputs (digest, and inputs() to
-    name what changed)."""
-    if not marker:
-        return True, "no ready marker"
-    if not marker.get("ready"):
-        return True, "marked not ready: %s" % marker.get("reason", "?")
-    if marker.get("inputs") != digest:
-        what = changed_inputs(marker.get("vouched"), vouched) if marker.get("vouched") and vouched else []
-        return True, "validated inputs differ from the current ones%s" % ((" (" + ", ".join(what) + ")") if what else "")
-    return False, "ready for the current inputs"
-
-
-def revalidation(need, toolkit_installed=False, venv_switched=False, units_changed=False, runtime_changed=False):
-    """Why the service is validated again in this run ('' when it is not): the toolkit role installed in this run,
-    the marker does not vouch for the current inputs (need: needs_validation's {needed, why}), the venv role switched
-    `current`, the unit files were written, or the `blackwell_inference runtime changed` topic was notified while a
-    run's tags skipped the role results that say which (the toolkit and venv roles' listeners set a literal)."""
-    need = need or {}
-    if toolkit_installed:
-        return "the toolkit changed in this run"
-    if need.get("needed"):
-        return need.get("why") or "not ready for the current inputs"
-    if venv_switched:
-        return "the venv changed in this run"
-    if units_changed:
-        return "its units changed in this run"
-    if runtime_changed:
-        return "the toolkit or the venv changed in this run"
-    return ""
-
-
-PHASES = ("serving", "validated", "failed", "overridden")
-
-
-def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, smoke, previous=None, source="ansible", phase=None, vouched=None, promote=False):
-    """The facts.d JSON. `phase`: serving (the restarted service answered), validated (the smoke passed, the
-    service has not answered yet), failed. last_good is the newest state that served; only a state that
-    answered its health check (promote) replaces it, so it is kept across failures, boots and kills."""
-    phase = phase or ("validated" if ready else "failed")
-    if phase not in PHASES:
-        raise ValueError("phase %r is not one of %s" % (phase, ", ".join(PHASES)))
-    steps = (smoke or {}).get("steps") or {}
-    out = {
-        "ready": bool(ready),
-        "phase": phase,
-        "reason": reason,
-        "time": now,
-        "source": source,
-        "inputs": digest,
-        "vouched": vouched if vouched is not None else (previous or {}).get("vouched"),
-        "toolkit": toolkit,
-        "venv": venv_target,
-        "versions": versions or {},
-        "archs": archs,
-        "launched": bool((steps.get("launch") or {}).get("launched")),
-        "smoke": steps,
-    }
-    last_good = (previous or {}).get("last_good")
-    if promote:
-        if not ready or phase != "serving":
-            raise ValueError("only a ready, serving state becomes last_good")
-        last_good = {"venv": venv_target, "inputs": digest, "time": now}
-    out["last_good"] = last_good
-    return out
-
-
-def state(marker_ready, current, health_status, live=None):
-    """(ready, state, reason) reported for a host: ready only when validated for the current inputs and the
-    service answers now (and a live smoke, when one ran, passed). state is one of
-    'validated and serving', 'validated but not serving', 'not validated'."""
-    live_ok = True if live is None else bool(live.get("ready"))
-    validated = bool(marker_ready) and bool(current) and live_ok
-    serving = str(health_status) == "200"
-    if validated and serving:
-        return True, "validated and serving"
-    if validated:
-        return False, "validated but not serving"
-    return False, "not validated"
-
-
-def readiness(marker, need, health, live=None):
-    """{ready, state, reason} of a host, from the ready marker, whether it needs a validation (needs_validation),
-    the health check now (service_health's result: status, msg) and a live smoke's verdict (None when none ran).
-
-    The reason is the first that applies: a failing live smoke, a host marked not ready, inputs changed since the
-    validation, no answer, then the passing ones (the live smoke's, the marker's)."""
-    marker, need, health = marker or {}, need or {}, health or {}
-    current = not need.get("needed")
-    status = health.get("status", -1)
-    marked = bool(marker.get("ready"))
-    ready, name = state(marked, current, status, live)
-    reasons = (
-        live.get("reason") if live is not None and not live.get("ready") else "",
-        "" if marked else marker.get("reason") or "no ready marker",
-        "" if current else "%s; a converge revalidates" % need.get("why"),
-        "" if str(status) == "200" else "the service %s" % health.get("msg", "does not answer"),
-        live.get("reason") if live is not None else "",
-        marker.get("reason") or "",
-    )
-    return {"ready": ready, "state": name, "reason": next((r for r in reasons if r), "")}
-
-
 def rewarm_note(rewarm):
     """What the rollback's JIT re-warm of the last good state did ('' when it did not run)."""
     rewarm = rewarm or {}
     if not rewarm or rewarm.get("skipped"):
         return ""
     if rewarm.get("failed"):
-        return "its JIT cache could NOT be re-warmed (%s); " % _short(rewarm.get("msg") or "failed")
+        return "its JIT cache could NOT be re-warmed (%s); " % ready.short(rewarm.get("msg") or "failed")
     mods = ((rewarm.get("steps") or {}).get("warm") or {}).get("modules") or []
     compiled = [m["name"] for m in mods if m.get("compiled")]
     return "its JIT cache re-warmed (%s); " % ("compiled " + " ".join(compiled) if compiled else "nothing to compile")
@@ -418,7 +271,7 @@ def rollback_note(restore, rewarm, health_back, restart, unit, restarted, venv=N
     if not snapshot:
         what = "stopped" if restarted else "not restarted"
         if restore.get("failed"):
-            return "the last good state could NOT be read (%s); %s %s" % (_short(restore.get("msg") or "failed"), unit, what)
+            return "the last good state could NOT be read (%s); %s %s" % (ready.short(restore.get("msg") or "failed"), unit, what)
         return "no last good state to restore; %s %s" % (unit, what)
     steps = list(restore.get("restored") or [])
     steps += ["%s NOT put back" % str(e).split(": ", 1)[0] for e in restore.get("errors") or []]
@@ -452,8 +305,8 @@ def rollback_errors(restore, venv_back=None, reload=None, start=None, stop=None)
     health wait are not here: the note says how they went."""
     out = []
     if _failed(restore):
-        out += ["put back the files: %s" % _short(e) for e in restore.get("errors") or []] or [
-            "put back the files: %s" % _short(restore.get("msg") or "failed")
+        out += ["put back the files: %s" % ready.short(e) for e in restore.get("errors") or []] or [
+            "put back the files: %s" % ready.short(restore.get("msg") or "failed")
         ]
     for step, result in (
         ("put the venv link back", venv_back),
@@ -462,7 +315,7 @@ def rollback_errors(restore, venv_back=None, reload=None, start=None, stop=None)
         ("stop the failed new state", stop),
     ):
         if _failed(result):
-            out.append("%s: %s" % (step, _short(result.get("msg") or "failed")))
+            out.append("%s: %s" % (step, ready.short(result.get("msg") or "failed")))
     return out
 
 
@@ -481,20 +334,9 @@ def rollback_outcome(
     note = rollback_note(restore, rewarm, health_back, restart, unit, restarted, venv, venv_failed=_failed(venv_back))
     errors = rollback_errors(restore, venv_back, reload, start, stop)
     reason = "%s; %s" % (cause, note)
-    msg = "%s is NOT READY: %s. %s. Marker: %s." % (host, cause, note, marker_path)
+    msg = "%s is %s: %s. %s. Marker: %s." % (host, ready.NOT_READY, cause, note, marker_path)
     if errors:
         reason += "; restore steps that failed: " + "; ".join(errors)
         msg += "\n%d restore step%s failed (the others ran):\n" % (len(errors), "" if len(errors) == 1 else "s")
         msg += "\n".join("- " + e for e in errors)
     return {"note": note, "errors": errors, "reason": reason, "msg": msg}
-
-
-def overridden(marker, reason, now):
-    """The marker of a host whose unit another file overrides (service_plan.foreign_refusal): not ready, phase
-    overridden, with that reason; None when there is nothing to write (no marker, or one that says not ready already).
-    The running service may still be the validated one, but a restart would run what the other file sets."""
-    if not marker or not marker.get("ready"):
-        return None
-    out = dict(marker)
-    out.update(ready=False, phase="overridden", reason=str(reason), time=now, source="ansible")
-    return out

@@ -10,7 +10,8 @@ modules into the cache as the service user. Writes the ready marker `phase: vali
 seen the service answer yet); exits 1 when the smoke fails, so systemd does not start the service on a state that
 would fail.
 With --serving (run by <service>-ready.service, after the service started): waits for the unit's own answer and
-turns this boot's validated marker into `serving, ready: true` or `not serving` (module_utils/service/boot_serving.py).
+turns this boot's validated marker into `serving, ready: true` or `not serving` (module_utils/service/boot_serving.py
+waits for the answer; module_utils/service/ready.py holds the verdict and what the marker says).
 Usage: boot_validate.py SETTINGS.json | boot_validate.py --serving SETTINGS.json
 """
 
@@ -28,8 +29,7 @@ import time
 # the path: an ansible_collections elsewhere on the host does not shadow it)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke
-from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving
-from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as sglang_service
+from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving, ready
 
 GPU_DEVICE = jit_smoke.GPU_DEVICE
 # At boot the driver may still be loading (nvidia-persistenced, udev): wait this long for the device node
@@ -146,15 +146,15 @@ def main(path):
         user = pwd.getpwnam(cfg["user"])
         os.environ.setdefault("HOME", user.pw_dir)
     failure, steps = smoke(cfg, user)
-    ready, reason = sglang_service.verdict(failure is not None, {"steps": steps, "msg": failure}, cfg["ready_without_launch"])
+    passed, reason = ready.verdict(failure is not None, {"steps": steps, "msg": failure}, cfg["ready_without_launch"])
     previous = {}
     if os.path.exists(cfg["marker"]):
         with open(cfg["marker"]) as fh:
             previous = json.load(fh)
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    marker = sglang_service.marker(
+    marker = ready.marker(
         False,  # ready only once the service answered (--serving)
-        reason + "; waiting for the service to answer" if ready else reason,
+        reason + "; waiting for the service to answer" if passed else reason,
         now,
         cfg["inputs"],
         os.path.realpath(cfg["venv"]),
@@ -163,13 +163,13 @@ def main(path):
         previous.get("versions"),
         {"steps": steps},
         previous,
-        source="boot validation (%s)" % cfg["service"],
-        phase="validated" if ready else "failed",
+        source=ready.BOOT_SOURCE % cfg["service"],
+        phase="validated" if passed else "failed",
         vouched=cfg.get("vouched"),
     )
     write_marker(cfg["marker"], marker)
-    print("%s: %s (%s)" % (cfg["service"], "VALIDATED, waiting for its answer" if ready else "NOT READY", reason), flush=True)
-    return 0 if ready else 1
+    print("%s: %s (%s)" % (cfg["service"], "VALIDATED, waiting for its answer" if passed else ready.NOT_READY, reason), flush=True)
+    return 0 if passed else 1
 
 
 def write_marker(path, marker):
@@ -208,18 +208,18 @@ def serving(path):
     with open(path) as fh:
         cfg = json.load(fh)
     service = cfg["service"]
-    why_not = boot_serving.pending(read_marker(cfg["marker"]), cfg["inputs"], service)
+    why_not = ready.pending(read_marker(cfg["marker"]), cfg["inputs"], service)
     if why_not:
         print("%s: marker left as it is: %s" % (service, why_not), flush=True)
         return 0
     answered, why = boot_serving.wait(cfg, lambda: unit_props(service))
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     current = read_marker(cfg["marker"])
-    if boot_serving.pending(current, cfg["inputs"], service):  # a play wrote it meanwhile: the play's word stands
+    if ready.pending(current, cfg["inputs"], service):  # a play wrote it meanwhile: the play's word stands
         print("%s: marker rewritten meanwhile; left as it is" % service, flush=True)
         return 0
-    write_marker(cfg["marker"], boot_serving.after_answer(current, answered, why, now, service))
-    print("%s: %s (%s)" % (service, "READY: serving" if answered else "NOT READY: not serving", why), flush=True)
+    write_marker(cfg["marker"], ready.after_answer(current, answered, why, now, service))
+    print("%s: %s: %s (%s)" % (service, ready.word(answered), "serving" if answered else "not serving", why), flush=True)
     return 0 if answered else 1
 
 

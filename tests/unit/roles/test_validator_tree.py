@@ -42,7 +42,7 @@ def role_vars():
 
 def test_the_tree_holds_what_the_validator_imports():
     wanted = closure(os.path.join(ROOT, "roles", "sglang_service", "files", "boot_validate.py"))
-    assert "service/settings.py" in wanted and "cuda/arch.py" in wanted
+    assert "service/ready.py" in wanted and "cuda/arch.py" in wanted  # READY, and the arch spellings of the smoke
     assert sorted(role_vars()["__sglang_service_validator_modules"]) == sorted(wanted)
 
 

@@ -1,8 +1,9 @@
-"""The ready marker after a boot validation (issue 45 item 4): ready only once the unit's own process answered."""
+"""The ready marker after a boot validation (issue 45 item 4): ready only once the unit's own process answered (what the
+marker holds: ready.pending and ready.after_answer; the wait: boot_serving)."""
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving
+from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving, ready
 
 SERVICE = "sglang-k26.service"
 CG = "/system.slice/sglang-k26.service"
@@ -37,14 +38,14 @@ NOBODY = [{"pid": 4242, "user": "nobody", "command": "python3 hand.py", "cgroups
     ],
 )
 def test_only_this_boots_validated_marker_is_the_checks_to_decide(marker, inputs, why):
-    assert boot_serving.pending(marker, inputs, SERVICE) == why
+    assert ready.pending(marker, inputs, SERVICE) == why
 
 
 def test_after_the_answer_serving_and_ready_else_not_serving_with_the_cause_and_last_good_kept():
-    up = boot_serving.after_answer(VALIDATED, True, "sampled request answered 25 characters", "2026-12-06T10:00:00Z", SERVICE)
+    up = ready.after_answer(VALIDATED, True, "sampled request answered 25 characters", "2026-12-06T10:00:00Z", SERVICE)
     assert up["ready"] is True and up["phase"] == "serving" and up["last_good"] == VALIDATED["last_good"]
     assert up["reason"].startswith("compiled, JIT cache warm (sampling)") and "waiting for" not in up["reason"]
-    down = boot_serving.after_answer(VALIDATED, False, "the unit is failed (exit-code)", "2026-12-06T10:00:00Z", SERVICE)
+    down = ready.after_answer(VALIDATED, False, "the unit is failed (exit-code)", "2026-12-06T10:00:00Z", SERVICE)
     assert (
         down["ready"] is False and down["phase"] == "not serving" and down["reason"] == "the service did not answer after boot: the unit is failed (exit-code)"
     )

@@ -110,24 +110,3 @@ def test_every_refusal_is_in_the_one_message():
 def test_ports_are_not_judged_where_the_units_own_command_says_them():
     # drop-in without args keeps each unit's own ExecStart (its own --port); a whole command is the caller's
     assert resolve({"name": "a"}, {"name": "b", "command": ["/opt/x/bin/python", "-m", "sglang.launch_server"]})["error"] is None
-
-
-SUMMARY = {"unit": "sglang-k26.service", "ready": True, "state": "serving", "reason": "compiled, JIT cache warm"}
-
-
-@pytest.mark.parametrize(
-    "summaries, ready, msg",
-    [
-        ([SUMMARY], True, "ct200 is ready (serving): compiled, JIT cache warm"),
-        ([dict(SUMMARY, ready=False, state="failed", reason="not answering")], False, "ct200 is NOT READY (failed): not answering"),
-        ([SUMMARY, dict(SUMMARY, unit="sglang-eagle3.service")], True, "ct200 is ready: sglang-k26.service (serving); sglang-eagle3.service (serving)"),
-        (
-            [SUMMARY, dict(SUMMARY, unit="sglang-eagle3.service", ready="False", state="not validated", reason="never validated")],
-            False,
-            "ct200 is NOT READY (1 of 2 services): sglang-eagle3.service (not validated): never validated",
-        ),
-        ([], False, "ct200 is NOT READY: no service summary"),
-    ],
-)
-def test_the_host_is_ready_only_when_every_service_is(summaries, ready, msg):
-    assert service_list.host_verdict("ct200", summaries) == {"ready": ready, "msg": msg}

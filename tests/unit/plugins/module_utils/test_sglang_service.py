@@ -10,41 +10,11 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.filter import sglang_service as service_filters
 from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.service import ready
 from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as ss
 from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as unit_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-
-# jit_smoke module results as the role registers them (failed smoke: ignore_errors keeps failed=true)
-LAUNCHED = {
-    "changed": False,
-    "launched": True,
-    "steps": {
-        "compile": {"ok": True, "seconds": 1.9, "archs": ["sm_120f"]},
-        "launch": {"launched": True, "ok": True, "detail": "max_error=0", "seconds": 0.4},
-        "warm": {"modules": [{"name": "sampling", "compiled": False, "seconds": 0.01}]},
-    },
-}
-NO_GPU = {
-    "changed": True,
-    "launched": False,
-    "steps": {
-        "compile": {"ok": True, "seconds": 0.7, "archs": ["sm_120f"]},
-        "launch": {"launched": False, "ok": None, "reason": "no GPU device node (/dev/nvidia0)"},
-        "warm": {"modules": [{"name": "sampling", "compiled": True, "seconds": 64.2}]},
-    },
-}
-NO_CURAND = {  # as the lab's smoke reported it, with curand.h removed from CUDA 13.0 (output shortened)
-    "failed": True,
-    "msg": "FlashInfer's JIT warm-up failed in the service environment: RuntimeError: Ninja build failed. Ninja output:\n"
-    "ninja: Entering directory `/var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling'\n"
-    "[1/3]  /usr/local/cuda-13.0/bin/nvcc --generate-dependencies-with-compile -MF x.d -c sampling.cu\n"
-    "FAILED: [code=1] /var/cache/sglang/.cache/flashinfer/0.7.4/120f/cached_ops/sampling/csrc_sampling.cuda.o\n"
-    "/opt/sglang/venvs/2c26817414e442ed/lib/python3.11/site-packages/flashinfer/data/include/flashinfer/sampling.cuh:21:10: "
-    "fatal error: curand.h: No such file or directory\n"
-    "compilation terminated.",
-    "steps": {"compile": {"ok": True}, "launch": {"launched": False, "reason": "no GPU device node (/dev/nvidia0)"}},
-}
 
 
 @pytest.mark.parametrize(
@@ -434,91 +404,9 @@ def test_digest_changes_with_each_input_and_names_it(changed, what):
     assert ss.inputs_digest(base) == ss.inputs_digest(ct200_inputs())
     new = changed()
     assert ss.inputs_digest(new) != ss.inputs_digest(base)
-    assert ss.changed_inputs(base, new) == what
-    needed, why = ss.needs_validation({"ready": True, "inputs": ss.inputs_digest(base), "vouched": base}, ss.inputs_digest(new), new)
+    assert ready.changed_inputs(base, new) == what
+    needed, why = ready.needs_validation({"ready": True, "inputs": ss.inputs_digest(base), "vouched": base}, ss.inputs_digest(new), new)
     assert needed and why == "validated inputs differ from the current ones (%s)" % ", ".join(what)
-
-
-@pytest.mark.parametrize(
-    "smoke,policy,ready,reason",
-    [
-        (LAUNCHED, False, True, "kernel launched (max_error=0), JIT cache warm (sampling)"),
-        (NO_GPU, False, False, "no kernel launched (no GPU device node (/dev/nvidia0)) and sglang_service_ready_without_launch is false"),
-        (NO_GPU, True, True, "compiled, JIT cache warm (sampling); not launched (no GPU device node (/dev/nvidia0)), allowed by policy"),
-        (
-            NO_CURAND,
-            True,
-            False,
-            "smoke failed: FlashInfer's JIT warm-up failed in the service environment: RuntimeError: Ninja build failed. Ninja output:"
-            " (fatal error: curand.h: No such file or directory)",
-        ),
-        ({}, False, False, "no kernel launched (no launch step) and sglang_service_ready_without_launch is false"),
-    ],
-)
-def test_verdict(smoke, policy, ready, reason):
-    assert ss.verdict(bool(smoke.get("failed")), smoke, policy) == (ready, reason)
-
-
-@pytest.mark.parametrize(
-    "marker,needed,why",
-    [
-        (None, True, "no ready marker"),
-        ({}, True, "no ready marker"),
-        ({"ready": False, "reason": "smoke failed: x", "inputs": "d1"}, True, "marked not ready: smoke failed: x"),
-        ({"ready": True, "inputs": "d0"}, True, "validated inputs differ from the current ones"),
-        ({"ready": True, "inputs": "d1"}, False, "ready for the current inputs"),
-    ],
-)
-def test_needs_validation(marker, needed, why):
-    assert ss.needs_validation(marker, "d1") == (needed, why)
-
-
-def test_marker_keeps_last_good_until_a_state_serves():
-    validated = ss.marker(True, "r", "2026-11-29T09:00:00Z", "d1", "/opt/sglang/venvs/a", {}, "12.0f", {}, NO_GPU, phase="validated")
-    assert validated["ready"] and validated["phase"] == "validated" and validated["last_good"] is None  # not serving yet
-    ok = ss.marker(
-        True,
-        "r",
-        "2026-11-29T10:00:00Z",
-        "d1",
-        "/opt/sglang/venvs/a",
-        {"cuda_version": "13.0"},
-        "12.0f",
-        {"torch": "2.13.0"},
-        NO_GPU,
-        validated,
-        phase="serving",
-        promote=True,
-    )
-    assert ok["ready"] and ok["phase"] == "serving" and not ok["launched"] and ok["smoke"]["warm"]["modules"][0]["compiled"]
-    assert ok["last_good"] == {"venv": "/opt/sglang/venvs/a", "inputs": "d1", "time": "2026-11-29T10:00:00Z"}
-    bad = ss.marker(False, "smoke failed", "2026-11-29T11:00:00Z", "d2", "/opt/sglang/venvs/b", {}, "12.0f", {}, NO_CURAND, ok)
-    assert not bad["ready"] and bad["venv"] == "/opt/sglang/venvs/b"
-    assert bad["last_good"] == ok["last_good"]
-    assert bad["phase"] == "failed"
-    boot = ss.marker(True, "boot", "2026-11-29T12:00:00Z", "d1", "/opt/sglang/venvs/a", {}, "12.0f", {}, NO_GPU, bad, source="boot validation (x)")
-    assert boot["phase"] == "validated" and boot["last_good"] == ok["last_good"]  # a boot validation alone proves no serving
-    assert ss.marker(False, "x", "t", "d", "/v", {}, "", {}, None)["last_good"] is None
-    with pytest.raises(ValueError):
-        ss.marker(False, "x", "t", "d", "/v", {}, "", {}, None, phase="serving", promote=True)
-    with pytest.raises(ValueError):
-        ss.marker(True, "x", "t", "d", "/v", {}, "", {}, None, phase="ready")
-
-
-@pytest.mark.parametrize(
-    "marker_ready,current,health,live,expected",
-    [
-        (True, True, 200, None, (True, "validated and serving")),
-        (True, True, "200", {"ready": True}, (True, "validated and serving")),
-        (True, True, -1, None, (False, "validated but not serving")),  # restarted and never answered
-        (True, True, 503, None, (False, "validated but not serving")),
-        (True, False, 200, None, (False, "not validated")),  # inputs changed since
-        (False, True, 200, None, (False, "not validated")),  # rolled back: the old state serves, the new one failed
-        (True, True, 200, {"ready": False}, (False, "not validated")),  # the live smoke (--tags verify) failed
-    ],
-)
-def test_state(marker_ready, current, health, live, expected):
-    assert ss.state(marker_ready, current, health, live) == expected
 
 
 RESTORE = {"snapshot": {"time": "2026-12-01T02:00:52Z"}, "restored": ["write /etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"]}
@@ -619,68 +507,6 @@ def test_last_good_policy_rewarms_what_the_restored_state_loads(settings, marker
     assert ss.last_good_policy(settings, marker, ["quantization"], "") == expected
 
 
-MARKED = {"ready": True, "reason": "compiled, JIT cache warm (sampling); not launched (no GPU device node (/dev/nvidia0)), allowed by policy"}
-ROLLED_BACK = {"ready": False, "reason": "the restarted service did not answer: the unit is failed; restored the last good state of 2026-12-01T02:00:52Z"}
-CURRENT = {"needed": False, "why": ""}
-STALE = {"needed": True, "why": "the environment changed since the validation (FLASHINFER_CUDA_ARCH_LIST)"}
-ANSWERS = {"status": 200, "msg": "answered 200 in 0.0 s", "answered": True}
-SILENT = {"status": -1, "msg": "did not answer http://127.0.0.1:30000/health: the unit is failed", "answered": False}
-LIVE_OK = {"ready": True, "reason": "compiled, JIT cache warm (sampling) (live)"}
-LIVE_BAD = {"ready": False, "reason": "the JIT smoke failed: nvcc fatal: Unsupported gpu architecture 'compute_120f'"}
-
-
-@pytest.mark.parametrize(
-    ("marker", "need", "health", "live", "expected"),
-    [
-        (MARKED, CURRENT, ANSWERS, None, (True, "validated and serving", MARKED["reason"])),
-        (MARKED, CURRENT, ANSWERS, LIVE_OK, (True, "validated and serving", LIVE_OK["reason"])),  # --tags verify: the live smoke's words
-        (MARKED, CURRENT, ANSWERS, LIVE_BAD, (False, "not validated", LIVE_BAD["reason"])),
-        (MARKED, CURRENT, SILENT, None, (False, "validated but not serving", "the service " + SILENT["msg"])),
-        (MARKED, CURRENT, {"status": 503}, None, (False, "validated but not serving", "the service does not answer")),
-        (MARKED, STALE, ANSWERS, None, (False, "not validated", STALE["why"] + "; a converge revalidates")),
-        (ROLLED_BACK, CURRENT, ANSWERS, None, (False, "not validated", ROLLED_BACK["reason"])),  # the old state serves
-        ({}, STALE, SILENT, None, (False, "not validated", "no ready marker")),  # first contact: the first reason wins
-        (None, None, None, None, (False, "not validated", "no ready marker")),
-        ({"ready": True}, CURRENT, {"status": "200"}, None, (True, "validated and serving", "")),
-    ],
-)
-def test_readiness_and_its_first_reason(marker, need, health, live, expected):
-    got = ss.readiness(marker, need, health, live)
-    assert (got["ready"], got["state"], got["reason"]) == expected
-
-
-# service_probe's look at the service (service_http.look) as the role registers it
-LOOK_OK = {
-    "stands": True,
-    "answered": True,
-    "status": 200,
-    "seconds": 0.1,
-    "unit_state": {"ActiveState": "active"},
-    "gave_up": None,
-    "sample": {"ok": True, "status": 200},
-}
-LOOK_SAMPLE_FAILED = dict(LOOK_OK, stands=False, status=404, sample={"ok": False, "status": 404})
-LOOK_DOWN = dict(LOOK_OK, stands=False, answered=False, status=-1, sample=None)
-
-
-@pytest.mark.parametrize(
-    ("look", "revalidated", "enable_changed", "further", "stands"),
-    [
-        (LOOK_OK, False, False, False, True),  # a no-op run: the look is the health check
-        (dict(LOOK_OK, sample=None), False, False, False, True),  # no sampled request asked (sglang_service_sample_request: {})
-        (LOOK_OK, True, False, False, False),  # a validation restarted it since
-        (LOOK_OK, False, True, False, False),  # the enable task started it (or changed its unit)
-        (LOOK_OK, False, False, True, False),  # further services follow: the summary's facts come after the last
-        (LOOK_SAMPLE_FAILED, False, False, False, False),  # answered /health only: service_health explains
-        (LOOK_DOWN, False, False, False, False),
-        (None, False, False, False, False),  # the probe did not look (an older run's registration)
-        ({}, False, False, False, False),
-    ],
-)
-def test_health_stands(look, revalidated, enable_changed, further, stands):
-    assert ss.health_stands(look, revalidated, enable_changed, further) is stands
-
-
 def test_the_fingerprint_is_inputs_digest_and_need_in_one():
     """service_plan.fingerprint: the three the role used to work out one after the other, the same values."""
     args = ("/usr/local/cuda-13.0", {"A": "1"}, "/opt/sglang/venvs/aaa", "12.0f", FILES, POLICY)
@@ -689,40 +515,6 @@ def test_the_fingerprint_is_inputs_digest_and_need_in_one():
     marker = {"ready": True, "inputs": digest, "vouched": inputs}
     for m in (marker, None, dict(marker, ready=False, reason="smoke failed"), dict(marker, inputs="0" * 16)):
         got = service_plan.fingerprint(m, CT200_FACTS, *args)
-        needed, why = ss.needs_validation(m, digest, inputs)
+        needed, why = ready.needs_validation(m, digest, inputs)
         assert got == {"inputs": inputs, "digest": digest, "need": {"needed": needed, "why": why}}
     assert service_plan.fingerprint(marker, CT200_FACTS, *args)["need"]["needed"] is False
-
-
-NEED = {"needed": True, "why": "validated inputs differ from the current ones (venv)"}
-READY = {"needed": False, "why": "ready for the current inputs"}
-
-
-@pytest.mark.parametrize(
-    "need,changes,why",
-    [
-        (READY, {}, ""),
-        (None, {}, ""),
-        # an install comes first: the marker may still vouch for the same versions (a reinstall after a removal)
-        (READY, {"toolkit_installed": True}, "the toolkit changed in this run"),
-        (NEED, {"toolkit_installed": True, "venv_switched": True}, "the toolkit changed in this run"),
-        # the marker names what changed; a switch alone says so when the marker still vouches for the inputs
-        (NEED, {"venv_switched": True}, NEED["why"]),
-        (READY, {"venv_switched": True, "units_changed": True}, "the venv changed in this run"),
-        (READY, {"units_changed": True, "runtime_changed": True}, "its units changed in this run"),
-        # the topic was notified while the run's tags skipped the roles' results
-        (READY, {"runtime_changed": True}, "the toolkit or the venv changed in this run"),
-        ({"needed": True, "why": ""}, {}, "not ready for the current inputs"),
-    ],
-)
-def test_revalidation(need, changes, why):
-    assert ss.revalidation(need, **changes) == why
-
-
-def test_an_overridden_unit_marks_a_ready_marker_not_ready_once():
-    ready = {"ready": True, "phase": "serving", "reason": "kernel launched", "source": "boot validation (x)", "last_good": {"venv": "/v"}}
-    got = ss.overridden(ready, "90-local.conf sets CUDA_HOME=/usr/local/cuda-12.8", "2026-12-06T12:00:00Z")
-    assert got["ready"] is False and got["phase"] == "overridden" and got["reason"].startswith("90-local.conf sets")
-    assert got["last_good"] == {"venv": "/v"} and got["source"] == "ansible" and ready["ready"] is True
-    assert ss.overridden(got, "again", "2026-12-06T12:01:00Z") is None  # already not ready: nothing to write
-    assert ss.overridden({}, "x", "t") is None

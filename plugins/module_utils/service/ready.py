@@ -1,0 +1,285 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""READY, in one place: what a ready service is, and every judgement and word of it.
+
+- the smoke's verdict (verdict), whether a host needs a validation (needs_validation) and why this run validates
+  again (revalidation), whether the preflight's look stands for the health check (health_stands);
+- the ready marker's content: what a step of the play writes (next_marker, marker, overridden) and what the boot
+  validator's ready unit makes of it (pending, after_answer); PHASES;
+- a host's state and reason (state, readiness: STATES), the host's verdict over its services (host_verdict), and the
+  words READY / NOT READY (word).
+
+The role reaches it through its filters and plan, the fleet summary imports it, and the boot validator runs this same
+file on the host (copied into its package tree): stdlib and module_utils/common only, no Ansible."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.blackwell.inference.plugins.module_utils.common.values import is_true
+
+READY = "READY"
+NOT_READY = "NOT READY"
+
+# a host's state (state, readiness); NOT_AS_VALIDATED: another file of the unit overrides what the role set
+SERVING = "validated and serving"
+NOT_SERVING = "validated but not serving"
+NOT_VALIDATED = "not validated"
+NOT_AS_VALIDATED = "not as validated"
+STATES = (SERVING, NOT_SERVING, NOT_VALIDATED, NOT_AS_VALIDATED)
+
+# the marker's phase: serving (the restarted service answered), validated (the smoke passed, the service has not
+# answered yet), failed (the smoke or the health check; the rollback's marker), overridden (another file of the unit
+# overrides what the role set). The play writes those; the boot validator's ready unit also writes `not serving`.
+WRITTEN = ("serving", "validated", "failed", "overridden")
+PHASES = (*WRITTEN, "not serving")
+BOOT_SOURCE = "boot validation (%s)"
+
+_ERROR_LINE = re.compile(r"(fatal )?error: .*")
+
+
+def word(ready):
+    """READY or NOT READY."""
+    return READY if is_true(ready) else NOT_READY
+
+
+def short(msg):
+    """First line of a failure, plus the compiler's first error line when the output has one."""
+    lines = str(msg).strip().splitlines() or [""]
+    first = lines[0][:300]
+    err = next((m.group(0) for m in map(_ERROR_LINE.search, lines[1:]) if m), None)
+    return "%s (%s)" % (first, err[:300]) if err else first
+
+
+def _warm_note(steps):
+    mods = (steps.get("warm") or {}).get("modules") or []
+    return ", JIT cache warm (%s)" % " ".join(m["name"] for m in mods) if mods else ""
+
+
+def verdict(failed, smoke, ready_without_launch):
+    """(ready, reason) from a smoke result (the jit_smoke module's return or the boot validator's)."""
+    steps = (smoke or {}).get("steps") or {}
+    if failed:
+        return False, "smoke failed: %s" % short((smoke or {}).get("msg") or "no result")
+    launch = steps.get("launch") or {}
+    if not launch.get("launched"):
+        if not ready_without_launch:
+            return False, "no kernel launched (%s) and sglang_service_ready_without_launch is false" % launch.get("reason", "no launch step")
+        return True, "compiled%s; not launched (%s), allowed by policy" % (_warm_note(steps), launch.get("reason", "?"))
+    return True, "kernel launched (%s)%s" % (launch.get("detail", "ok"), _warm_note(steps))
+
+
+def smoke_verdict(smoke, ready_without_launch):
+    """verdict() of a registered jit_smoke result, as {ready, reason}."""
+    ready, reason = verdict(bool((smoke or {}).get("failed")), smoke, ready_without_launch)
+    return {"ready": ready, "reason": reason}
+
+
+def changed_inputs(old, new):
+    """Which of the vouched inputs' keys differ (sorted), to say why a host revalidates."""
+    old, new = old or {}, new or {}
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+
+def needs_validation(marker, digest, vouched=None):
+    """(bool, why) for an existing marker (None when absent) and the current inputs (digest, and the vouched inputs to
+    name what changed)."""
+    if not marker:
+        return True, "no ready marker"
+    if not marker.get("ready"):
+        return True, "marked not ready: %s" % marker.get("reason", "?")
+    if marker.get("inputs") != digest:
+        what = changed_inputs(marker.get("vouched"), vouched) if marker.get("vouched") and vouched else []
+        return True, "validated inputs differ from the current ones%s" % ((" (" + ", ".join(what) + ")") if what else "")
+    return False, "ready for the current inputs"
+
+
+def revalidation(need, toolkit_installed=False, venv_switched=False, units_changed=False, runtime_changed=False):
+    """Why the service is validated again in this run ('' when it is not): the toolkit role installed in this run,
+    the marker does not vouch for the current inputs (need: needs_validation's {needed, why}), the venv role switched
+    `current`, the unit files were written, or the `blackwell_inference runtime changed` topic was notified while a
+    run's tags skipped the role results that say which (the toolkit and venv roles' listeners set a literal)."""
+    need = need or {}
+    if toolkit_installed:
+        return "the toolkit changed in this run"
+    if need.get("needed"):
+        return need.get("why") or "not ready for the current inputs"
+    if venv_switched:
+        return "the venv changed in this run"
+    if units_changed:
+        return "its units changed in this run"
+    if runtime_changed:
+        return "the toolkit or the venv changed in this run"
+    return ""
+
+
+def health_stands(look, revalidated, enable_changed, further_services):
+    """Whether the preflight's look at the service (service_probe's `health`) stands for the health check.
+
+    It does when the look found the service ready to serve (its health endpoint answered, and its sampled request
+    when there is one) and nothing of the service changed since: no validation or rollout ran (revalidated), the
+    enable task changed nothing (it may have started the service), and no further service of the host follows (the
+    summary's facts are gathered after the last one). Anything else asks again (service_health waits and explains)."""
+    return bool(look and look.get("stands")) and not (revalidated or enable_changed or further_services)
+
+
+def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, smoke, previous=None, source="ansible", phase=None, vouched=None, promote=False):
+    """The facts.d JSON. `phase`: one of WRITTEN (validated when ready, failed when not, by default). last_good is the
+    newest state that served; only a state that answered its health check (promote) replaces it, so it is kept across
+    failures, boots and kills."""
+    phase = phase or ("validated" if ready else "failed")
+    if phase not in WRITTEN:
+        raise ValueError("phase %r is not one of %s" % (phase, ", ".join(WRITTEN)))
+    steps = (smoke or {}).get("steps") or {}
+    out = {
+        "ready": bool(ready),
+        "phase": phase,
+        "reason": reason,
+        "time": now,
+        "source": source,
+        "inputs": digest,
+        "vouched": vouched if vouched is not None else (previous or {}).get("vouched"),
+        "toolkit": toolkit,
+        "venv": venv_target,
+        "versions": versions or {},
+        "archs": archs,
+        "launched": bool((steps.get("launch") or {}).get("launched")),
+        "smoke": steps,
+    }
+    last_good = (previous or {}).get("last_good")
+    if promote:
+        if not ready or phase != "serving":
+            raise ValueError("only a ready, serving state becomes last_good")
+        last_good = {"venv": venv_target, "inputs": digest, "time": now}
+    out["last_good"] = last_good
+    return out
+
+
+def overridden(marker, reason, now):
+    """The marker of a host whose unit another file overrides (service_plan.foreign_refusal): not ready, phase
+    overridden, with that reason; None when there is nothing to write (no marker, or one that says not ready already).
+    The running service may still be the validated one, but a restart would run what the other file sets."""
+    if not marker or not marker.get("ready"):
+        return None
+    out = dict(marker)
+    out.update(ready=False, phase="overridden", reason=str(reason), time=now, source="ansible")
+    return out
+
+
+# the keys of next_marker's `state`: what the marker says the validation was of
+STATE_KEYS = ("inputs", "venv", "toolkit", "archs", "versions", "vouched", "smoke", "restart")
+
+
+def next_marker(previous, step, reason, now, state=None):
+    """The marker a step of the play writes (None: the step leaves the marker as it is), from the marker as it was
+    (previous), the step, its reason, the time and the state validated (STATE_KEYS: the digest as `inputs`, the venv's
+    target, the toolkit, the archs, the versions, the vouched inputs, the smoke's result and sglang_service_restart):
+    - validated: the smoke passed; ready at once only when the service is not restarted (else once it answered);
+    - serving: the restarted service answered: ready, and this state becomes last_good;
+    - failed: the rollback's (last_good kept);
+    - overridden: another file of the unit overrides what the role set (`reason` names it; only `now` is used)."""
+    if step == "overridden":
+        return overridden(previous, reason, now)
+    s = dict(state or {})
+    unknown = sorted(set(s) - set(STATE_KEYS))
+    if unknown:
+        raise ValueError("marker state: unknown keys %s (allowed: %s)" % (", ".join(unknown), ", ".join(STATE_KEYS)))
+    restart = is_true(s.get("restart", True))
+    ready, promote = {"validated": (not restart, False), "serving": (True, True), "failed": (False, False)}.get(step, (None, None))
+    if ready is None:
+        raise ValueError("step %r is not one of validated, serving, failed, overridden" % (step,))
+    if step == "validated":
+        reason = "%s; %s" % (reason, "waiting for the restarted service to answer" if restart else "not restarted (sglang_service_restart is false)")
+    fields = [s.get(k) for k in ("inputs", "venv", "toolkit", "archs", "versions", "smoke")]
+    return marker(ready, reason, now, *fields, previous, phase=step, vouched=s.get("vouched"), promote=promote)
+
+
+def pending(marker, inputs, service):
+    """Why the boot validator's answer check leaves the marker alone (None: it waits for the answer and decides): only
+    the marker this boot's validation wrote for these inputs (phase validated) is the check's to turn into serving or
+    not serving."""
+    marker = marker or {}
+    if marker.get("source") != BOOT_SOURCE % service:
+        return "the marker was written by %s, which judges the answer itself" % (marker.get("source") or "nobody")
+    if marker.get("phase") != "validated":
+        return "the boot validation did not pass (phase %s)" % marker.get("phase")
+    if marker.get("inputs") != inputs:
+        return "the marker is for other inputs than these settings'"
+    return None
+
+
+def after_answer(marker, answered, why, now, service):
+    """The boot validator's marker once its answer check ended: serving and ready when the unit answered, else not
+    serving with the cause. last_good stays as it is (the play's answer with its snapshot moves it)."""
+    out = dict(marker)
+    if answered:
+        out.update(ready=True, phase="serving", reason="%s; answered after boot (%s)" % (_first(marker.get("reason")), why), time=now)
+    else:
+        out.update(ready=False, phase="not serving", reason="the service did not answer after boot: %s" % why, time=now)
+    out["source"] = BOOT_SOURCE % service
+    return out
+
+
+def _first(reason):
+    """The validation's own reason, without the note that it waits for the answer."""
+    return str(reason or "validated").split("; waiting for", 1)[0]
+
+
+def state(marker_ready, current, health_status, live=None):
+    """(ready, state, reason) reported for a host: ready only when validated for the current inputs and the
+    service answers now (and a live smoke, when one ran, passed). state is one of SERVING, NOT_SERVING,
+    NOT_VALIDATED."""
+    live_ok = True if live is None else bool(live.get("ready"))
+    validated = bool(marker_ready) and bool(current) and live_ok
+    serving = str(health_status) == "200"
+    if validated and serving:
+        return True, SERVING
+    if validated:
+        return False, NOT_SERVING
+    return False, NOT_VALIDATED
+
+
+def readiness(marker, need, health, live=None, foreign=None):
+    """{ready, state, reason} of a host, from the ready marker, whether it needs a validation (needs_validation),
+    the health check now (service_health's result: status, msg), a live smoke's verdict (None when none ran) and
+    foreign (another file of the unit overrides what the role set: what systemd runs is not what was validated,
+    whatever the marker and the health say; NOT_AS_VALIDATED with that reason).
+
+    The reason is the first that applies: a failing live smoke, a host marked not ready, inputs changed since the
+    validation, no answer, then the passing ones (the live smoke's, the marker's)."""
+    if foreign:
+        return {"ready": False, "state": NOT_AS_VALIDATED, "reason": foreign}
+    marker, need, health = marker or {}, need or {}, health or {}
+    current = not need.get("needed")
+    status = health.get("status", -1)
+    marked = bool(marker.get("ready"))
+    ready, name = state(marked, current, status, live)
+    reasons = (
+        live.get("reason") if live is not None and not live.get("ready") else "",
+        "" if marked else marker.get("reason") or "no ready marker",
+        "" if current else "%s; a converge revalidates" % need.get("why"),
+        "" if str(status) == "200" else "the service %s" % health.get("msg", "does not answer"),
+        live.get("reason") if live is not None else "",
+        marker.get("reason") or "",
+    )
+    return {"ready": ready, "state": name, "reason": next((r for r in reasons if r), "")}
+
+
+def host_verdict(host, summaries):
+    """The host's READY over every service's summary (the first service first): ready only when each one is.
+    {"ready", "msg"}: one service keeps the one-service wording; more name each one that is not ready."""
+    summaries = [s for s in summaries or [] if isinstance(s, dict)]
+    if not summaries:
+        return {"ready": False, "msg": "%s is %s: no service summary" % (host, NOT_READY)}
+    if len(summaries) == 1:
+        s = summaries[0]
+        ready = is_true(s.get("ready"))
+        return {"ready": ready, "msg": "%s is %s (%s): %s" % (host, "ready" if ready else NOT_READY, s.get("state"), s.get("reason"))}
+    bad = [s for s in summaries if not is_true(s.get("ready"))]
+    if not bad:
+        return {"ready": True, "msg": "%s is ready: %s" % (host, "; ".join("%s (%s)" % (s.get("unit"), s.get("state")) for s in summaries))}
+    return {
+        "ready": False,
+        "msg": "%s is %s (%d of %d services): %s"
+        % (host, NOT_READY, len(bad), len(summaries), "; ".join("%s (%s): %s" % (s.get("unit"), s.get("state"), s.get("reason")) for s in bad)),
+    }
