@@ -60,6 +60,13 @@ LAB_FILE_SECONDS = {
 }
 
 
+def pytest_ignore_collect(collection_path, config):
+    """pytest leaves out directories named venv (norecursedirs); the unit tests of module_utils/venv are one."""
+    if collection_path.name == "venv" and collection_path.parent.name == "module_utils" and collection_path.parent.parent.name == "plugins":
+        return False
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     """The lab scenario first: it is the longest file and saves the images the lab suites start from, so
     under pytest-xdist it runs on one worker while the other takes the controller-side tests; then the

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import openpgp
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 ED25519 = "215F48EE8D74C7137D22DB932CCCB6054D5D4E37"  # lab-key-ed25519.asc: `gpg --armor --export`
 RSA2048 = "89194B4571AE8D63F2B6179B323B0DF88B41F6E6"
 NVIDIA = "EB693B3035CD5710E231E123A4B469963BF863CC"

@@ -11,7 +11,7 @@ from ansible_collections.blackwell.inference.plugins.filter import sglang_servic
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as sd
 from ansible_collections.blackwell.inference.plugins.module_utils.host import measure as cuda_measure
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 TEMPLATES = [os.path.join(ROOT, "roles", "sglang_service", "templates", name) for name in ("sglang.service.j2", "validate.service.j2")]
 DOUBLE_TABLE = os.path.join(ROOT, "tests", "fixtures", "bin", "proc-devices")
 

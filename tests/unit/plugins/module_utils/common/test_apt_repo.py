@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 ED25519 = "215F48EE8D74C7137D22DB932CCCB6054D5D4E37"  # lab-key-ed25519.asc (test_openpgp.py)
 URL = "file:/srv/cuda-mirror/debian12/x86_64/"
 # /etc/apt/sources.list.d/cuda-toolkit.sources as ansible.builtin.deb822_repository (ansible-core 2.18) wrote it on the

@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.service import journal as sj
 
-from .fakehost import NVCC_12_8, NVCC_13_0, FakeHost
+from ..fakehost import NVCC_12_8, NVCC_13_0, FakeHost
 
 # the seeds' incident: CUDA 12.8 won FlashInfer's lookup, GPU detection failed quietly, the first JIT module refused
 NO_ARCH = """\
@@ -208,7 +208,7 @@ def test_the_seeds_incident_names_the_cuda_of_the_units_own_environment():
 # `journalctl -u sglang-k26.service -o json` on the lab host, a unit with Restart=on-failure crashing into the seeds'
 # incident: run 9167f961 was stopped by hand (systemctl restart), run abfede9c crashed and systemd restarted it into
 # run 4dd70609, which was still starting (frozen before it could crash) when this was read
-with open(os.path.join(os.path.dirname(__file__), "data", "journalctl-restarting.jsonl"), encoding="utf-8") as _fh:
+with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "journalctl-restarting.jsonl"), encoding="utf-8") as _fh:
     RESTARTING = _fh.read()
 MANUAL, CRASHED, LOADING = "9167f961d4d64b8bb3be1cc8640ac72d", "abfede9c768c4e988172e99b5ab6bf10", "4dd7060900104a0c86f5740ea5168183"
 

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 VENV, CACHE = "/opt/sglang/current", "/var/cache/sglang"
 CUDA13, CUDA128 = "/usr/local/cuda-13.0", "/usr/local/cuda-12.8"
 

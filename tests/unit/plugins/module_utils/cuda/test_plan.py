@@ -7,7 +7,7 @@ import yaml
 
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import plan as cp
 
-from ..conftest_paths import ROLE_VARS
+from ...conftest_paths import ROLE_VARS
 
 with open(ROLE_VARS) as _fh:
     KNOWN = yaml.safe_load(_fh)["__cuda_toolkit_releases"]
@@ -524,7 +524,7 @@ def test_jit_ready_needs_curand_headers_and_the_driver_stubs():
 
 def _simulate(name, rc=0):
     """`apt-get --simulate --no-install-recommends install ...` as this Debian 12 machine answered it (data/)."""
-    data = pathlib.Path(__file__).parent / "data"
+    data = pathlib.Path(__file__).parent.parent / "data"
     if rc:
         return {"rc": rc, "stdout": (data / (name + ".out")).read_text(), "stderr": (data / (name + ".err")).read_text()}
     return {"rc": 0, "stdout": (data / (name + ".txt")).read_text(), "stderr": ""}

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.service import census as sc
 
-with open(os.path.join(os.path.dirname(__file__), "data", "systemctl-show-services.txt"), encoding="utf-8") as _fh:
+with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "systemctl-show-services.txt"), encoding="utf-8") as _fh:
     SHOW = _fh.read()
 
 VENVS = {

@@ -9,7 +9,7 @@ import yaml
 
 from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as sp
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 with open(os.path.join(ROOT, "roles", "sglang_service", "defaults", "main.yml")) as _fh:
     DEFAULTS = yaml.safe_load(_fh)
 

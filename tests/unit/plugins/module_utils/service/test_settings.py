@@ -14,7 +14,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils.service import
 from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as ss
 from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as unit_command
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 
 
 @pytest.mark.parametrize(

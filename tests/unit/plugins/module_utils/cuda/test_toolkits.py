@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.blackwell.inference.plugins.module_utils.common import env as service_env
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import toolkits as ct
 
-from .fakehost import NVCC_12_8, NVCC_13_0, real_run
+from ..fakehost import NVCC_12_8, NVCC_13_0, real_run
 
 
 def make_toolkit(root, version, banner, curand=True, stubs=True, executable=True):

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.fleet import summary as fs
 
-with open(os.path.join(os.path.dirname(__file__), "data", "host-summaries.json")) as _fh:
+with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "host-summaries.json")) as _fh:
     CASES = json.load(_fh)
 
 

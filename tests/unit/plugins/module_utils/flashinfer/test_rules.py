@@ -4,7 +4,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import rules as fr
 
-from .fakehost import FAILS, NOT_EXECUTABLE, NVCC_12_8, NVCC_13_0, FakeHost, toolkit
+from ..fakehost import FAILS, NOT_EXECUTABLE, NVCC_12_8, NVCC_13_0, FakeHost, toolkit
 
 SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 E129 = "SM 12.x requires CUDA >= 12.9"

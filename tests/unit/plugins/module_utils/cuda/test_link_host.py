@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import link_host as host
 
-from .test_cuda_link import NO_GROUP, QUERY_MANUAL_12_8
+from .test_link import NO_GROUP, QUERY_MANUAL_12_8
 
 
 class _Res:

@@ -10,7 +10,7 @@ import yaml
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import plan as cuda_plan
 from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 
 
 def defaults(role, prefix):
