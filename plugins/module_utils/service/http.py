@@ -41,7 +41,7 @@ def answer_owner(url, props, invocation_before=None, owners=None):
 
 def open_url(*args, **kwargs):
     """ansible's open_url, imported on first use: it pulls in ssl, http.client and cryptography (about 0.1 s), which
-    a controller-side caller of base_url (the sglang_service_base_url filter, in every task's process) never needs."""
+    a controller-side caller of base_url (the service's plan, worked out in a task's process) never needs."""
     from ansible.module_utils.urls import open_url as _open_url  # noqa: PLC0415
 
     return _open_url(*args, **kwargs)
