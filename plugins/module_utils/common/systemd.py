@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-# The PATH systemd gives a service that sets none (and the one the role puts after CUDA's and the venv's bin)
+# systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04): what a unit without
+# Environment=PATH=... sees, and what the role's PATH ends with. Its one home: every module reads it from here.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SHOW_PROPERTIES = ("LoadState", "Environment", "EnvironmentFiles")
 

@@ -564,11 +564,6 @@ def variable_refusals(v):
     return [msg for ok, msg in checks if not ok]
 
 
-def _xy(version):
-    """X.Y of a toolkit's X.Y or X.Y.Z."""
-    return re.sub(r"^(\d+\.\d+)\..*$", r"\1", str(version))
-
-
 def released(releases, components, known, overrides=None):
     """plan() with the refusal as the role says it: the releases and pins asked for, the releases known, and why."""
     try:

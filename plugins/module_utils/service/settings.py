@@ -15,8 +15,6 @@ from ansible_collections.blackwell.inference.plugins.module_utils.common.systemd
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import arch as cuda_arch
 from ansible_collections.blackwell.inference.plugins.module_utils.service import ready
 
-# systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04): what a unit without
-# Environment=PATH=... sees, and what the role's PATH ends with. Its one home: every module reads it from here.
 # Written by the role, never taken from sglang_service_environment (they come from the facts).
 MANAGED_KEYS = (
     "CUDA_HOME",
