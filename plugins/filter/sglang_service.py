@@ -8,11 +8,6 @@ from __future__ import annotations
 from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import call, module
 
 
-def device_allow(access="rw"):
-    """The units' DeviceAllow= values (module_utils/cuda/devices.py: DEVICE_ALLOW), each with access."""
-    return module("cuda.devices").allow_entries(str(access))
-
-
 def device_refusal(blackwell_cuda, source="/proc/devices", uvm_loaded=False):
     """'' when the units' DeviceAllow= rules would let CUDA open the GPUs nvidia-smi answers with; else why not."""
     facts = blackwell_cuda or {}
@@ -37,17 +32,11 @@ class FilterModule:
             "sglang_service_health_stands": call("service.ready", "health_stands"),
             "sglang_service_marker": call("service.ready", "next_marker", guarded=True),
             "sglang_service_host_verdict": call("service.ready", "host_verdict"),
-            # the unit's values, each escaped for systemd (module_utils/service/settings.py)
-            "sglang_service_systemd_quote": call("service.settings", "systemd_quote", guarded=True),
-            "sglang_service_systemd_environment": call("service.settings", "systemd_environment", guarded=True),
-            "sglang_service_systemd_exec": call("service.settings", "systemd_exec", guarded=True),
-            "sglang_service_systemd_description": call("service.settings", "systemd_description", guarded=True),
-            "sglang_service_systemd_path": call("service.settings", "systemd_path", guarded=True),
-            "sglang_service_systemd_env_file_path": call("service.settings", "systemd_env_file_path", guarded=True),
+            # a unit's value, escaped for its setting (module_utils/service/settings.py systemd_value)
+            "systemd_escape": call("service.settings", "systemd_value", guarded=True),
             # the rollback and the last good state
             "sglang_service_rollback_outcome": call("service.settings", "rollback_outcome"),
             "sglang_service_last_good_policy": call("service.settings", "last_good_policy"),
-            # the units' GPU device rules
-            "sglang_service_device_allow": device_allow,
+            # the units' GPU device rules against the host's
             "sglang_service_device_refusal": device_refusal,
         }

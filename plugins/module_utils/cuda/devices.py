@@ -13,8 +13,8 @@ NVIDIA_MAJOR = 195  # fixed: nvidia-modprobe hard-codes it (NV_MAJOR_DEVICE_NUMB
 CTL_MINOR = 255
 UVM = "nvidia-uvm"
 ACCESS = "rw"
-# The GPU rules of both units (sglang.service.j2 and validate.service.j2 render them through the filter
-# sglang_service_device_allow; this is their one home). Major 195 has two spellings: "nvidia-frontend" before driver
+# The GPU rules of both units (sglang.service.j2 and validate.service.j2 render them from the service's preflight
+# plan, module_utils/service/plan.py unit_plan; this is their one home). Major 195 has two spellings: "nvidia-frontend" before driver
 # 550.40 (R535), "nvidia" and "nvidiactl" from 550.40 on (R580, ct200). A unit that names one spelling only is denied
 # /dev/nvidiactl and /dev/nvidiaN under the other, so both are listed; a name that matches nothing allows nothing.
 # Names, not a glob: char-nvidia* would also allow nvidia-caps-imex-channels (IMEX), which a single host does not need.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import paths, values
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices
 from ansible_collections.blackwell.inference.plugins.module_utils.service import health as service_health
 from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
@@ -333,7 +334,7 @@ def unit_plan(unit, checked=None, mode=None, name=None, user=None, health_path="
     """What follows from the unit as read: the reading that counts (the preflight probe's, else the one site.yml's check
     play made), the drop-in refusal, the account the service runs as (sglang_service_user when the role owns the unit,
     the unit's own in dropin mode), and the URLs the health check asks (the sampled request's '' when
-    sglang_service_sample_request is {})."""
+    sglang_service_sample_request is {}), and the units' DeviceAllow= rules (devices.allow_entries)."""
     unit = unit if unit is not None else (checked or {})
     base = service_http.base_url(unit.get("listen"))
     return {
@@ -342,6 +343,7 @@ def unit_plan(unit, checked=None, mode=None, name=None, user=None, health_path="
         "run_user": user if mode == "unit" else unit.get("user"),
         "health_url": base + str(health_path),
         "sample_url": base + str(sample_path) if sample_request else "",
+        "device_allow": devices.allow_entries("rw"),
     }
 
 

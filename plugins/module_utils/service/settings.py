@@ -192,6 +192,31 @@ def systemd_env_file_path(path):
     return path.replace("%", "%%")
 
 
+# systemd_escape's settings: each value as its setting reads it (systemd_value)
+SYSTEMD_SETTINGS = {
+    "Description": systemd_description,
+    "Environment": systemd_environment,
+    "EnvironmentFile": systemd_env_file_path,
+    "ExecStart": systemd_exec,
+    "ReadWritePaths": systemd_path,
+    "word": systemd_quote,
+}
+
+
+def systemd_value(value, setting, name=None):
+    """value written for a unit's `setting` (SYSTEMD_SETTINGS): Environment= takes the variable's name, ReadWritePaths=
+    one path or a list (joined by spaces), ExecStart= the command's words. Refuses what systemd would not read back."""
+    if setting not in SYSTEMD_SETTINGS:
+        raise ValueError("systemd setting %r: not one of %s" % (setting, ", ".join(sorted(SYSTEMD_SETTINGS))))
+    if setting == "Environment":
+        if name is None:
+            raise ValueError("Environment=: no variable name")
+        return systemd_environment(name, value)
+    if setting == "ReadWritePaths" and isinstance(value, (list, tuple)):
+        return " ".join(systemd_path(p) for p in value)
+    return SYSTEMD_SETTINGS[setting](value)
+
+
 def inputs(facts, cuda_home, env, venv_target, archs, files=None, policy=None):
     """Everything a validation vouches for, from cuda_facts' blackwell_cuda facts: the GPUs (count and compute
     capabilities), the driver, the toolkit's full version (patch level), the venv, the environment, the

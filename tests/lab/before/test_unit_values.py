@@ -1,5 +1,5 @@
 """The round trip decides (issue 45 item 5): each nasty value, escaped by the same functions the role's templates use
-(module_utils/service/settings.py, through the sglang_service_systemd_* filters), is written into scratch units on the
+(module_utils/service/settings.py, through the systemd_escape filter), is written into scratch units on the
 lab host, systemd loads them (daemon-reload), and what systemd holds is read back and compared with the value.
 
 - Scratch units bi-roundtrip-<n>.service (Type=oneshot, ExecStart=/bin/true, never started) and a drop-in each:

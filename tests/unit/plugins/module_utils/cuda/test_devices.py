@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.blackwell.inference.plugins.filter import sglang_service as service_filters
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as sd
 from ansible_collections.blackwell.inference.plugins.module_utils.host import measure as cuda_measure
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 TEMPLATES = [os.path.join(ROOT, "roles", "sglang_service", "templates", name) for name in ("sglang.service.j2", "validate.service.j2")]
@@ -53,7 +54,7 @@ OLD_RULES = ["char-nvidia-frontend rw", "char-nvidia-uvm rw", "char-nvidia-caps 
 
 def rendered_rules(path):
     """The DeviceAllow= values of a unit template, rendered: its DevicePolicy= line up to the next plain setting, with
-    the collection's filter (the rest of the template needs the role's variables)."""
+    the service's plan as the preflight makes it (the rest of the template needs the role's variables)."""
     with open(path, encoding="utf-8") as fh:
         lines = fh.read().splitlines()
     start = lines.index("DevicePolicy=closed")
@@ -63,8 +64,8 @@ def rendered_rules(path):
             break
         block.append(line)
     env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)  # noqa: S701 - a unit file, as Ansible renders it
-    env.filters["blackwell.inference.sglang_service_device_allow"] = service_filters.device_allow
-    text = env.from_string("\n".join(block) + "\n").render()
+    planned = service_plan.unit_plan({}, mode="unit", name="sglang")
+    text = env.from_string("\n".join(block) + "\n").render(__sglang_service_plan=planned)
     return re.findall(r"^DeviceAllow=(.+)$", text, re.M)
 
 

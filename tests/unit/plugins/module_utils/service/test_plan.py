@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices
 from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
@@ -245,7 +246,14 @@ MISSING = {"load_state": "not-found", "user": None, "listen": {"host": "::1", "p
 )
 def test_the_unit_plan_names_a_missing_unit_the_account_and_the_urls(unit, checked, mode, refusal, run_user, health, sample):
     got = service_plan.unit_plan(unit, checked, mode, "sglang-k26", "svc", "/health", "/generate", {"text": "x"})
-    assert got == {"unit": unit or checked, "dropin_refusal": refusal, "run_user": run_user, "health_url": health, "sample_url": sample}
+    assert got == {
+        "unit": unit or checked,
+        "dropin_refusal": refusal,
+        "run_user": run_user,
+        "health_url": health,
+        "sample_url": sample,
+        "device_allow": devices.allow_entries("rw"),
+    }
     assert service_plan.unit_plan(unit, checked, mode, "sglang-k26", "svc", "/health", "/generate", {})["sample_url"] == ""
 
 

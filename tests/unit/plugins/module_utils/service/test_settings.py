@@ -7,8 +7,10 @@ import re
 
 import jinja2
 import pytest
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.blackwell.inference.plugins.filter import sglang_service as service_filters
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices
 from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
 from ansible_collections.blackwell.inference.plugins.module_utils.service import ready
 from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as ss
@@ -277,6 +279,7 @@ def render(name, **overrides):
         "__sglang_service_archs": "12.0a",
         "__sglang_service_env": {"CUDA_HOME": "/usr/local/cuda-13.0"},
         "__sglang_service_command": ["/opt/sglang/current/bin/python", "-m", "sglang.launch_server"],
+        "__sglang_service_plan": {"device_allow": devices.allow_entries("rw")},
     }
     variables.update(overrides)
     return env.get_template(name).render(**variables)
@@ -518,3 +521,36 @@ def test_the_fingerprint_is_inputs_digest_and_need_in_one():
         needed, why = ready.needs_validation(m, digest, inputs)
         assert got == {"inputs": inputs, "digest": digest, "need": {"needed": needed, "why": why}}
     assert service_plan.fingerprint(marker, CT200_FACTS, *args)["need"]["needed"] is False
+
+
+@pytest.mark.parametrize(
+    "setting,value,name,escape",
+    [
+        ("ExecStart", ["/opt/v/bin/python", "$HOME 100%"], None, ss.systemd_exec),
+        ("Environment", "a b %h", "NCCL_DEBUG", lambda v: ss.systemd_environment("NCCL_DEBUG", v)),
+        ("EnvironmentFile", "/etc/a b/100%", None, ss.systemd_env_file_path),
+        ("Description", "SGLang server (100%)", None, ss.systemd_description),
+        ("ReadWritePaths", "/srv/a b/100%", None, ss.systemd_path),
+        ("ReadWritePaths", ["/srv/a b", "/etc/ansible/facts.d"], None, lambda v: " ".join(ss.systemd_path(p) for p in v)),
+        ("word", "A=b c", None, ss.systemd_quote),
+    ],
+)
+def test_one_filter_escapes_each_setting(setting, value, name, escape):
+    # the units' one escaping filter (systemd_escape) gives each setting's own escaping
+    systemd_escape = service_filters.FilterModule().filters()["systemd_escape"]
+    assert systemd_escape(value, setting, name) == escape(value) == ss.systemd_value(value, setting, name)
+
+
+@pytest.mark.parametrize(
+    "value,setting,name,match",
+    [
+        ("x", "ExecStartPre", None, "not one of Description, Environment, EnvironmentFile, ExecStart, ReadWritePaths, word"),
+        ("x", "Environment", None, "no variable name"),
+        (["/srv/a", "/srv/../etc"], "ReadWritePaths", None, "ReadWritePaths="),
+        (["+/bin/sh"], "ExecStart", None, "starts with one of"),
+    ],
+)
+def test_one_filter_refuses_what_systemd_would_not_read_back(value, setting, name, match):
+    systemd_escape = service_filters.FilterModule().filters()["systemd_escape"]
+    with pytest.raises(AnsibleFilterError, match=match):
+        systemd_escape(value, setting, name)
