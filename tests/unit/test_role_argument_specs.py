@@ -1,6 +1,7 @@
 """Every role's meta/argument_specs.yml is the source of truth and matches defaults/main.yml exactly."""
 
 import os
+import re
 
 import pytest
 import yaml
@@ -34,3 +35,16 @@ def test_specs_match_defaults(role):
 
 def test_there_are_roles():
     assert "cuda_toolkit" in ROLES
+
+
+def test_site_reads_only_the_roles_documented_results():
+    # playbooks/site.yml reads a role's options and the results its argument_specs name, never a role-private variable
+    with open(os.path.join(ROOT, "playbooks", "site.yml")) as fh:
+        site = re.sub(r"tags: \[[^]]*\]", "", fh.read())  # the roles' tags are not variables
+    private = sorted(set(re.findall(r"\b__(?:%s)_\w+" % "|".join(ROLES), site)))
+    assert private == [], "site.yml reads role-private variables"
+    for role in ROLES:
+        main = load(role, "meta", "argument_specs.yml")["argument_specs"]["main"]
+        described = " ".join(main["description"])
+        for name in sorted(set(re.findall(r"(?<![\w.])%s_\w+" % role, site))):
+            assert name in main["options"] or "C(%s)" % name in described, "site.yml reads %s, which %s does not document" % (name, role)
