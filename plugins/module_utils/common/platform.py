@@ -9,15 +9,6 @@ MIN_PYTHON = (3, 11)
 PROVEN = "Debian 12 (bookworm) and 13 (trixie)"
 
 
-def _version_tuple(text):
-    parts = []
-    for piece in str(text or "").split(".")[:2]:
-        if not piece.isdigit():
-            break
-        parts.append(int(piece))
-    return tuple(parts)
-
-
 def refusal(facts):
     """None when the host can be served, else one sentence naming every reason. `facts` is ansible_facts (gather_subset
     min is enough): os_family, distribution, distribution_version, service_mgr, python.version."""

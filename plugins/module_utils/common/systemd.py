@@ -24,6 +24,11 @@ def parse_show(stdout):
     return props
 
 
+def show_props(stdout):
+    """`systemctl show` KEY=VALUE lines -> {key: value}, one value each (the last), stripped (parse_show)."""
+    return {key.strip(): values[-1].strip() for key, values in parse_show(stdout).items()}
+
+
 _C_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
 
 

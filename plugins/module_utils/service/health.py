@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd
+
 PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts", "MainPID", "ControlGroup", "InvocationID")
 
 
@@ -24,11 +26,7 @@ def show_argv(unit):
 
 def parse_show(stdout):
     """`systemctl show -p ...` output (KEY=value lines) -> dict; NRestarts as an int (0 when absent)."""
-    props = {}
-    for line in stdout.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            props[key.strip()] = value.strip()
+    props = systemd.show_props(stdout)
     try:
         props["NRestarts"] = int(props.get("NRestarts") or 0)
     except ValueError:
@@ -78,12 +76,8 @@ def start_argv(unit):
 
 def parse_start(stdout):
     """`ExecMainStartTimestamp=@1764597600` -> microseconds since the epoch; None when it never started (empty value)."""
-    for line in stdout.splitlines():
-        key, _sep, value = line.partition("=")
-        if key.strip() == "ExecMainStartTimestamp":
-            value = value.strip().lstrip("@")
-            return int(float(value) * 1000000) if value.replace(".", "", 1).isdigit() else None
-    return None
+    value = systemd.show_props(stdout).get("ExecMainStartTimestamp", "").lstrip("@")
+    return int(float(value) * 1000000) if value.replace(".", "", 1).isdigit() else None
 
 
 def sample_checked(body):

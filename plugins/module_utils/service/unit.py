@@ -297,11 +297,7 @@ def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, 
     res = run(argv)
     if not res.ok:
         raise UnitReadError("systemctl show %s failed" % unit, res.as_dict())
-    props = {}
-    for line in res.stdout.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            props[key] = value.strip()
+    props = systemd_env.show_props(res.stdout)
     excluded = {posixpath.normpath(x) for x in exclude}
     paths = [props.get("FragmentPath", ""), *props.get("DropInPaths", "").split()]
     paths = [x for x in paths if x and posixpath.normpath(x) not in excluded]

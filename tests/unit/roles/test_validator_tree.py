@@ -46,6 +46,12 @@ def test_the_tree_holds_what_the_validator_imports():
     assert sorted(role_vars()["__sglang_service_validator_modules"]) == sorted(wanted)
 
 
+def test_only_the_flat_copies_of_before_are_removed():
+    # the tree is the validator's (the modules above); what it removes are the flat copies released versions placed
+    gone = role_vars()["__sglang_service_validator_tree"]["gone"]
+    assert gone and all("/" not in name and name.endswith(".py") for name in gone)
+
+
 def test_the_packages_cover_every_module():
     v = role_vars()
     packages = {p.replace("{{ __sglang_service_validator_base }}", v["__sglang_service_validator_base"]) for p in v["__sglang_service_validator_packages"]}

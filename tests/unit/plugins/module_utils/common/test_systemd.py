@@ -21,6 +21,24 @@ def test_show():
     assert se.environment_files(props["EnvironmentFiles"]) == [("/etc/sglang/secrets.env", False), ("/etc/sglang/optional.env", True)]
 
 
+@pytest.mark.parametrize(
+    "stdout,want",
+    [
+        (SHOW, {"LoadState": "loaded", "EnvironmentFiles": "/etc/sglang/optional.env (ignore_errors=yes)"}),
+        # systemd 252's answer for the health wait (service/health.py) and the unit's read (service/unit.py)
+        ("ActiveState=failed\nSubState=failed\nNRestarts=3\nMainPID=0\n", {"ActiveState": "failed", "NRestarts": "3", "MainPID": "0"}),
+        ("FragmentPath=/etc/systemd/system/sglang.service\nDropInPaths=\nUser=sglang \n", {"DropInPaths": "", "User": "sglang"}),
+        ("no equals sign\n\nResult=success\n", {"Result": "success"}),
+        ("", {}),
+    ],
+)
+def test_show_props_one_value_each(stdout, want):
+    # the one parser of `systemctl show` (parse_show) with one value per key: the last, stripped
+    props = se.show_props(stdout)
+    assert {k: props[k] for k in want} == want
+    assert "no equals sign" not in props
+
+
 def test_not_found():
     assert se.parse_show("LoadState=not-found\nEnvironment=\nEnvironmentFiles=\n")["LoadState"] == ["not-found"]
 
