@@ -3,7 +3,8 @@
 """Controller side of blackwell.inference.service_probe: the reading site.yml's lock made with the same options (given
 as `reading`) is returned, facts included, without a call to the host; otherwise the module reads. Given `validator`,
 it also returns the boot validator's files (`validator_paths`): this collection's module_utils the validator imports,
-read from the collection itself, as entries of the paths module."""
+read from the collection itself, as entries of the paths module. Given `plan`, it returns the preflight's plan worked out
+from that reading (module_utils/service/plan.py preflight) beside it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
 from ansible_collections.blackwell.inference.plugins.plugin_utils import lock_reading
 
 # the options host_lock's read.service is given (module_utils/host/service_read.py PARAMS)
@@ -39,11 +41,23 @@ def validator_paths(spec):
     return entries + [{"path": "%s/%s" % (root, name), "state": "absent"} for name in spec.get("gone", ())]
 
 
+def preflight_plan(reading, options):
+    """The service role's preflight plan from the probe's reading (its facts and unit) and the role's variables
+    (options: module_utils/service/plan.py preflight's, by name). Raises ValueError for a plan they cannot make."""
+    return service_plan.preflight(reading.get("blackwell_cuda") or {}, unit=reading.get("unit"), **options)
+
+
 class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         validator = self._task.args.pop("validator", None)
+        planning = self._task.args.pop("plan", None)
         result.update(lock_reading.run(self, "blackwell.inference.service_probe", lambda args: {k: args.get(k) for k in OPTIONS}, task_vars))
         if validator:
             result["validator_paths"] = validator_paths(validator)
+        if planning is not None and not result.get("failed"):
+            try:
+                result["plan"] = preflight_plan(result, planning)
+            except ValueError as exc:  # e.g. sglang_service_environment sets a key the plan derives
+                return dict(result, failed=True, msg=str(exc))
         return result

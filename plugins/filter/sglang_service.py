@@ -18,7 +18,6 @@ class FilterModule:
     def filters(self):
         return {
             # the plan, the checks and the summary
-            "sglang_service_plan": call("service.plan", "preflight", guarded=True),
             "sglang_service_files_plan": call("service.plan", "files", guarded=True),
             "sglang_service_probe_env": call("service.plan", "probe_environment"),
             "sglang_service_variable_refusals": call("service.plan", "variable_refusals"),

@@ -94,6 +94,16 @@ options:
         C(ansible_collections/blackwell/inference/plugins/) gets the text of this collection's own file of that name,
         so the host runs the same code as the modules (one source); every C(__init__.py) is empty.
     type: dict
+  plan:
+    description:
+      - Return the service role's preflight plan worked out from this reading, as RV(plan) - handled on the controller
+        (the action plugin), never sent to the host.
+      - The role's variables the plan needs, by name - C(cuda_home), C(venv), C(cache_dir), C(arch_list), C(build_log)
+        (C(sglang_service_jit_build_log)), C(ld_library_path), C(extra) (C(sglang_service_environment)), C(check_mode),
+        C(checked) (the unit as site.yml's check play read it, used when O(unit) is null), C(mode), C(name), C(user),
+        C(health_path), C(sample_path) and C(sample_request).
+      - A plan the variables cannot make (C(extra) sets a key the plan derives) fails the task, naming the variable.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
@@ -130,6 +140,19 @@ validator_paths:
   returned: when O(validator) is given
   type: list
   elements: dict
+plan:
+  description:
+    - With O(plan), the preflight's plan (module_utils/service/plan.py preflight). From the unit (O(unit)'s reading,
+      else O(plan)'s C(checked)) - C(unit) (the reading that counts), C(dropin_refusal) (C('') for none), C(run_user),
+      C(health_url), C(sample_url) (C('') without a sampled request) and C(device_allow) (the units' C(DeviceAllow=)
+      rules).
+    - C(error), the first refusal (a toolkit and arch list FlashInfer in the service's venv would not accept, an arch
+      list SGLang's workers would contradict or could not agree on), or null; without one also C(archs),
+      C(arch_source), C(env), C(venv_target), C(versions) (the venv's packages), C(toolkit) (C(cuda_home),
+      C(cuda_version)), C(foreign) (another file of the unit that overrides the role's environment or command, or
+      null) and C(effective_env) (C(env) with what the unit's other files add).
+  returned: when O(plan) is given
+  type: dict
 marker:
   description: The ready marker as it is now; an empty dict when there is none (or it cannot be read).
   returned: always
@@ -216,6 +239,7 @@ def run_module():
             observe=dict(type="list", elements="str", default=[]),
             reading=dict(type="dict"),  # the action's (plugins/action/service_probe.py)
             validator=dict(type="dict"),  # the action's, never sent
+            plan=dict(type="dict"),  # the action's, never sent
         ),
         supports_check_mode=True,
     )

@@ -53,6 +53,12 @@ options:
     description: Whether the unit's own command is to be kept (drop-in mode); C(false) only reads the unit.
     type: bool
     default: true
+  mode:
+    description:
+      - C(sglang_service_mode). With C(dropin), a unit systemd has not loaded is named in RV(dropin_refusal), the
+        refusal of the M(blackwell.inference.sglang_service) role (the unit's name is O(unit) without C(.service)).
+    type: str
+    choices: [unit, dropin]
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
@@ -68,6 +74,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+dropin_refusal:
+  description: With O(mode), why a drop-in cannot go into the unit (systemd has not loaded it); C('') when it can.
+  returned: when O(mode) is given
+  type: str
+  sample: ""
 load_state:
   description: systemd's C(LoadState) of the unit (C(loaded), C(not-found), ...).
   returned: always
@@ -165,13 +176,19 @@ def main():
             host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=30000),
             keep=dict(type="bool", default=True),
+            mode=dict(type="str", choices=["unit", "dropin"]),
         ),
         supports_check_mode=True,
     )
+    params = dict(module.params)
+    mode = params.pop("mode")
     try:
-        result = logic.read(commands.module_runner(module), **module.params)
+        result = logic.read(commands.module_runner(module), **params)
     except logic.UnitReadError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
+    if mode:
+        unit = params["unit"]
+        result["dropin_refusal"] = logic.dropin_refusal(result, mode, unit[: -len(".service")] if unit.endswith(".service") else unit)
     module.exit_json(changed=False, **result)
 
 

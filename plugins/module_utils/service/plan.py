@@ -318,18 +318,6 @@ def fingerprint(marker, facts, cuda_home, env, venv_target, archs, files=None, p
     return {"inputs": vouched, "digest": digest, "need": {"needed": needed, "why": why}}
 
 
-def dropin_refusal(unit, mode, name):
-    """'' unless sglang_service_mode=dropin finds no unit to go into (systemd's LoadState is not loaded); then the
-    refusal, naming the unit and what systemd says."""
-    load_state = (unit or {}).get("load_state")
-    if mode != "dropin" or load_state == "loaded":
-        return ""
-    return (
-        "sglang_service_mode=dropin needs an existing %s.service (sglang_service_name); systemd says: LoadState=%s. "
-        "Use sglang_service_mode=unit to let the role own the unit." % (name, load_state)
-    )
-
-
 def unit_plan(unit, checked=None, mode=None, name=None, user=None, health_path="/health", sample_path="", sample_request=None):
     """What follows from the unit as read: the reading that counts (the preflight probe's, else the one site.yml's check
     play made), the drop-in refusal, the account the service runs as (sglang_service_user when the role owns the unit,
@@ -339,7 +327,7 @@ def unit_plan(unit, checked=None, mode=None, name=None, user=None, health_path="
     base = service_http.base_url(unit.get("listen"))
     return {
         "unit": unit,
-        "dropin_refusal": dropin_refusal(unit, mode, name),
+        "dropin_refusal": unit_command.dropin_refusal(unit, mode, name),
         "run_user": user if mode == "unit" else unit.get("user"),
         "health_url": base + str(health_path),
         "sample_url": base + str(sample_path) if sample_request else "",

@@ -351,3 +351,15 @@ def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, 
 def _read_text(path):
     with open(path, encoding="utf-8", errors="replace") as fh:
         return fh.read()
+
+
+def dropin_refusal(unit, mode, name):
+    """'' unless sglang_service_mode=dropin finds no unit to go into (systemd's LoadState is not loaded); then the
+    refusal, naming the unit and what systemd says."""
+    load_state = (unit or {}).get("load_state")
+    if mode != "dropin" or load_state == "loaded":
+        return ""
+    return (
+        "sglang_service_mode=dropin needs an existing %s.service (sglang_service_name); systemd says: LoadState=%s. "
+        "Use sglang_service_mode=unit to let the role own the unit." % (name, load_state)
+    )

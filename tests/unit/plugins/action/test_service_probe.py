@@ -1,0 +1,93 @@
+"""The service probe's action returns the service role's preflight plan beside its reading (issue 46: roles read a
+plan), made on the controller from the reading and the role's variables, never sent to the host."""
+
+import json
+import os
+
+import pytest
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.blackwell.inference.plugins.action import service_probe
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.service import unit
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", "data")
+LOADED = {"load_state": "loaded", "user": "sglang", "listen": {"host": "127.0.0.1", "port": 30000}, "argv": ["python3"]}
+MISSING = {"load_state": "not-found", "user": None, "listen": {"host": "::1", "port": 30001}}
+OPTIONS = {
+    "cuda_home": "/usr/local/cuda-13.0",
+    "venv": "/opt/sglang/current",
+    "cache_dir": "/var/cache/sglang",
+    "mode": "unit",
+    "name": "sglang",
+    "user": "sglang",
+}
+
+
+def cuda_facts():
+    with open(os.path.join(DATA, "cuda_facts-13.0-sglang.json")) as fh:
+        return json.load(fh)
+
+
+class FakeTask:
+    def __init__(self, args):
+        self.args = args
+
+
+def run_action(monkeypatch, args, reading):
+    """The action's run with the module's (or the lock's) reading given: what the task returns, and the options the
+    reading was asked with."""
+    asked = {}
+
+    def lock_run(_action, _name, options, _task_vars):
+        asked.update(options(dict(_action._task.args)))
+        return dict(reading)
+
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    monkeypatch.setattr(service_probe.lock_reading, "run", lock_run)
+    action = service_probe.ActionModule.__new__(service_probe.ActionModule)
+    action._task = FakeTask(dict(args))
+    return action.run(task_vars={}), asked
+
+
+def test_the_plan_comes_with_the_reading_and_is_never_sent(monkeypatch):
+    reading = {"blackwell_cuda": cuda_facts(), "unit": LOADED, "marker": {}}
+    got, asked = run_action(monkeypatch, {"marker": "/m", "unit": {"unit": "sglang.service"}, "plan": OPTIONS}, reading)
+    assert "plan" not in asked and asked["marker"] == "/m"
+    want = service_plan.preflight(cuda_facts(), unit=LOADED, **OPTIONS)
+    assert got["plan"] == want and got["marker"] == {}
+    assert want["error"] is None and want["archs"] == "12.0a" and want["run_user"] == "sglang"
+    assert want["health_url"] == "http://127.0.0.1:30000/health" and want["device_allow"] == devices.allow_entries("rw")
+
+
+def test_the_check_plays_unit_counts_when_the_probe_did_not_read_it(monkeypatch):
+    options = dict(OPTIONS, mode="dropin", checked=MISSING)
+    got, _asked = run_action(monkeypatch, {"plan": options}, {"blackwell_cuda": cuda_facts(), "unit": None})
+    assert got["plan"]["dropin_refusal"].startswith("sglang_service_mode=dropin needs an existing sglang.service")
+    assert got["plan"]["health_url"] == "http://[::1]:30001/health" and got["plan"]["run_user"] is None
+
+
+def test_no_plan_without_the_option_or_after_a_failed_reading(monkeypatch):
+    got, _asked = run_action(monkeypatch, {"marker": "/m"}, {"blackwell_cuda": cuda_facts(), "unit": LOADED})
+    assert "plan" not in got
+    got, _asked = run_action(monkeypatch, {"plan": OPTIONS}, {"failed": True, "msg": "cannot read the unit"})
+    assert "plan" not in got and got["msg"] == "cannot read the unit"
+
+
+def test_a_plan_the_variables_cannot_make_fails_the_task_naming_the_variable(monkeypatch):
+    options = dict(OPTIONS, extra={"CUDA_HOME": "/usr/local/cuda"})
+    got, _asked = run_action(monkeypatch, {"plan": options}, {"blackwell_cuda": cuda_facts(), "unit": LOADED})
+    assert got["failed"] is True and "sglang_service_environment may not set CUDA_HOME" in got["msg"]
+
+
+@pytest.mark.parametrize("mode,load_state,refused", [("dropin", "not-found", True), ("dropin", "loaded", False), ("unit", "not-found", False)])
+def test_the_drop_in_refusal_is_the_units(mode, load_state, refused):
+    # unit_command's dropin_refusal (the check play) and the plan's are one function (module_utils/service/unit.py)
+    got = unit.dropin_refusal({"load_state": load_state}, mode, "sglang-k26")
+    assert bool(got) is refused
+    if refused:
+        assert got == (
+            "sglang_service_mode=dropin needs an existing sglang-k26.service (sglang_service_name); systemd says: "
+            "LoadState=not-found. Use sglang_service_mode=unit to let the role own the unit."
+        )
