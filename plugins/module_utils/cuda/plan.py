@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo, values
+from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo, owned_paths, values
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import arch as cuda_arch
 
 RELEASE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
@@ -522,7 +522,10 @@ def variable_refusals(v):
     ]
     checks = [
         (len(versions or []) > 0, "cuda_toolkit_versions must list at least one release (got %s)." % (versions,)),
-        (str(v["cuda_toolkit_root"]).startswith("/"), "cuda_toolkit_root must be an absolute path (got %s)." % v["cuda_toolkit_root"]),
+        (
+            owned_paths.path_refusal(v["cuda_toolkit_root"]) == "",
+            "cuda_toolkit_root must be %s." % owned_paths.path_refusal(v["cuda_toolkit_root"]),
+        ),
         (
             not bad_archs,
             "cuda_toolkit_verify_archs entries must be nvcc archs like sm_120a, sm_120f or sm_89 (got %s in %s)." % (", ".join(map(str, bad_archs)), archs),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import paths, values
+from ansible_collections.blackwell.inference.plugins.module_utils.common import owned_paths, paths, values
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices
 from ansible_collections.blackwell.inference.plugins.module_utils.service import health as service_health
 from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
@@ -68,19 +68,21 @@ def _match(pattern, value):
 _UNIT_NAME = r"^[A-Za-z0-9@_.-]+$"
 _ACCOUNT = r"^[a-z_][a-z0-9_-]*$"
 _ARCH_LIST = r"^([0-9]+\.[0-9]+[af]?)([ ,;][0-9]+\.[0-9]+[af]?)*$"
-_OWN_CACHE_NOT = ("", "/", "/var", "/var/cache", "/tmp")  # noqa: S108 - refused as a cache directory, never used
 
 
 def variable_refusals(v):
     """The sglang_service role's variables checked before any change: [] when they are all good, else one refusal per
     variable that is wrong, each naming it and what it takes. v: the role's variables by name (sglang_service_*), and
-    `extras_error` (sglang_service_extra_services' error, checked with the first service only: None otherwise)."""
+    `extras_error` (sglang_service_extra_services' error, checked with the first service only: None otherwise), and
+    `sglang_venv_root` where the venv role's root is known (the cache directory stays out of it)."""
     name, mode = str(v["sglang_service_name"]), v["sglang_service_mode"]
-    cuda_home, cache = str(v["sglang_service_cuda_home"]), str(v["sglang_service_cache_dir"])
+    cuda_home = str(v["sglang_service_cuda_home"])
     secret = v["sglang_service_secret_environment"] or {}
     sample = v["sglang_service_sample_request"]
     sample_refusal = "" if not sample else service_health.sample_checked(dict(sample)) or ""
     env_refusal = environment_refusal(v["sglang_service_environment"])
+    # the service user owns it (chown, mode 0750) and its units write there (ReadWritePaths=)
+    cache_refusal = owned_paths.service_dir_refusal(v["sglang_service_cache_dir"], v.get("sglang_venv_root"))
     checks = [
         (_match(_UNIT_NAME, name) and not name.endswith(".service"), "sglang_service_name: a unit name without .service (got %s)." % name),
         (
@@ -89,14 +91,11 @@ def variable_refusals(v):
         ),
         (_match(_ACCOUNT, v["sglang_service_group"]), "sglang_service_group: a group name (got %s)." % v["sglang_service_group"]),
         (
-            _match("^/", cuda_home) and re.sub("/+$", "", cuda_home) != "/usr/local/cuda",
+            _match("^/", cuda_home) and not owned_paths.same_path(cuda_home, "/usr/local/cuda"),
             "sglang_service_cuda_home: an absolute path other than /usr/local/cuda, which stays with CUDA 12.8's users (got %s)." % cuda_home,
         ),
         (_match("^/", v["sglang_service_venv"]), "sglang_service_venv: an absolute path (got %s)." % v["sglang_service_venv"]),
-        (
-            _match("^/", cache) and re.sub("/+$", "", cache) not in _OWN_CACHE_NOT,
-            "sglang_service_cache_dir: an absolute directory of its own, not /, /var, /var/cache or /tmp (got %s)." % cache,
-        ),
+        (cache_refusal == "", "sglang_service_cache_dir: a directory the service user may own: %s." % cache_refusal),
         (
             v["sglang_service_jit_build_log"] == "" or _match("^/", v["sglang_service_jit_build_log"]),
             "sglang_service_jit_build_log: empty or an absolute path (got %s)." % v["sglang_service_jit_build_log"],
@@ -131,7 +130,9 @@ def variable_refusals(v):
         (_match("^[a-z][a-z0-9_]*$", v["sglang_service_marker"]), "sglang_service_marker: a lower-case identifier (got %s)." % v["sglang_service_marker"]),
         (v.get("extras_error") is None, v.get("extras_error")),
     ]
-    return [msg for ok, msg in checks if not ok] + unit_value_refusals(v)
+    refused = [msg for ok, msg in checks if not ok]
+    named = {msg.split(":")[0] for msg in refused}
+    return refused + [msg for msg in unit_value_refusals(v) if msg.split(":")[0] not in named]  # one refusal per variable
 
 
 # The variables whose values the role writes into its unit, drop-in or secrets file, by kind: words of Environment= or

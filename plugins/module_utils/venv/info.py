@@ -13,7 +13,7 @@ import json
 import os
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import values
+from ansible_collections.blackwell.inference.plugins.module_utils.common import owned_paths, values
 
 _TORCH_CUDA_RE = re.compile(r"""^cuda\s*(?::[^=]*)?=\s*(?:None|['"]([^'"]*)['"])\s*$""", re.M)
 _TORCH_VERSION_RE = re.compile(r"""^__version__\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]""", re.M)
@@ -367,21 +367,17 @@ def role_plan(host, options):
 
 
 _PINNED = re.compile(r"^[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==\S+$")
-_SYSTEM_DIRS = ("", "/usr", "/opt", "/var", "/home", "/root", "/tmp")  # noqa: S108 - refused as a root, never used
 
 
 def variable_refusals(v):
     """The sglang_venv role's variables checked before any change: [] when they are all good, else one refusal per
     variable that is wrong, each naming it. v: the role's variables by name (sglang_venv_*). The lock file and the
     patches are files on the controller (relative paths from its working directory, as Ansible's `file` test)."""
-    root = str(v["sglang_venv_root"])
     packages, lock_file = v["sglang_venv_packages"] or [], v["sglang_venv_lock_file"] or ""
     patches = v["sglang_venv_patches"] or []
+    root_refusal = owned_paths.venv_root_refusal(v["sglang_venv_root"])
     checks = [
-        (
-            root.startswith("/") and re.sub("/+$", "", root) not in _SYSTEM_DIRS,
-            "sglang_venv_root: an absolute directory of its own, not / or a system directory (got %s)." % root,
-        ),
+        (root_refusal == "", "sglang_venv_root: a directory of its own: %s." % root_refusal),
         (
             values.to_int(v["sglang_venv_keep"]) >= 2,
             "sglang_venv_keep: >= 2, the current venv counts and a rollback needs the previous one (got %s)." % v["sglang_venv_keep"],
