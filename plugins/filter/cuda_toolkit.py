@@ -16,7 +16,6 @@ class FilterModule:
             "cuda_nvcc_arch": call("cuda.arch", "nvcc_for_entry", guarded=True),
             "cuda_toolkit_home": call("cuda.plan", "home", guarded=True),
             # the role's checks of its variables, and the results of tasks that run after the probe's plan
-            "cuda_toolkit_variable_refusals": call("cuda.plan", "variable_refusals"),
             "cuda_apt_dry_run": call("cuda.plan", "dry_run"),
             "cuda_compile_needed": call("cuda.plan", "compile_needed"),
             "cuda_compile_record": call("cuda.plan", "compile_record"),

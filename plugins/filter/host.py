@@ -8,14 +8,10 @@ from __future__ import annotations
 from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import module
 
 
-def host_refusal(facts):
-    return module("common.platform").refusal(facts) or ""
-
-
 def host_summary(cuda, host, summaries=None):
     return module("fleet.summary").host_lines(host, cuda, summaries or [])
 
 
 class FilterModule:
     def filters(self):
-        return {"host_refusal": host_refusal, "host_summary": host_summary}
+        return {"host_summary": host_summary}

@@ -20,7 +20,6 @@ class FilterModule:
             # the plan, the checks and the summary
             "sglang_service_files_plan": call("service.plan", "files", guarded=True),
             "sglang_service_probe_env": call("service.plan", "probe_environment"),
-            "sglang_service_variable_refusals": call("service.plan", "variable_refusals"),
             "sglang_service_summary": call("service.plan", "summary"),
             "sglang_service_fingerprint_checksums": call("service.plan", "fingerprint_checksums"),
             "sglang_service_fingerprint": call("service.plan", "fingerprint"),

@@ -21,6 +21,5 @@ class FilterModule:
             # a venv's pip check, for a playbook of one's own too
             "sglang_venv_pip_check": sglang_venv_pip_check,
             # the role's checks of its variables, and its result from the marker of the venv current points at
-            "sglang_venv_variable_refusals": call("venv.info", "variable_refusals"),
             "sglang_venv_current": call("venv.info", "current"),
         }

@@ -1,0 +1,69 @@
+# Copyright: blackwell.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The three roles' variables checked at once, before any role changes anything (the variables_check action): the host
+first (common/platform.py), then each role's variables against its argument specs (their types and choices), then
+each role's own rules (cuda/plan.py, venv/info.py, service/plan.py variable_refusals). One refusal per wrong variable,
+each naming it."""
+
+from __future__ import annotations
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.blackwell.inference.plugins.module_utils.common import platform
+from ansible_collections.blackwell.inference.plugins.module_utils.cuda import plan as cuda_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
+from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info
+
+# in the order site.yml runs them
+ROLES = ("cuda_toolkit", "sglang_venv", "sglang_service")
+RULES = {"cuda_toolkit": cuda_plan.variable_refusals, "sglang_venv": venv_info.variable_refusals, "sglang_service": service_plan.variable_refusals}
+# the first service's variables sglang_service_extra_services is resolved against (service/list.py extra_services)
+_PRIMARY = ("name", "mode", "venv", "environment", "model_path", "port", "args", "command", "marker")
+
+
+def spec_refusals(options, given):
+    """(the variables as the role's argument specs take them - their defaults filled in, their types converted -,
+    the refusals). options: the role's argument_specs main options; given: the variables that are set, by name."""
+    result = ArgumentSpecValidator(options).validate(dict(given), validate_role_argument_spec=True)
+    return result.validated_parameters, ["%s." % str(m).rstrip(".") for m in result.error_messages]
+
+
+def extras_error(v):
+    """sglang_service_extra_services' refusal (resolved against the first service's variables), or None."""
+    primary = {k: v["sglang_service_" + k] for k in _PRIMARY}
+    return service_list.extra_services(v.get("sglang_service_extra_services"), primary)["error"]
+
+
+def check(facts, specs, given, extra_services=True, unresolved=None):
+    """{"host": why the roles cannot serve this host or "", "refusals": one per wrong variable}.
+
+    facts: ansible_facts, or None not to judge the host; specs: {role: its argument_specs main options} for the
+    roles to check (in ROLES' order); given: every variable that is set, by name (the roles' and sglang_venv_root, the
+    venv root the service's cache directory stays out of); extra_services: whether sglang_service_extra_services is
+    checked (the first service's run: yes; a further service's own run: no); unresolved: {name: why} for the variables
+    whose templates could not be worked out - named only when nothing else is refused (a wrong variable they derive
+    from is the refusal then)."""
+    host = (platform.refusal(facts) or "") if facts is not None else ""
+    refusals = []
+    for role in (r for r in ROLES if r in specs):
+        options = specs[role]
+        mine = {k: val for k, val in given.items() if k in options}
+        v, bad = spec_refusals(options, mine)
+        if bad:
+            refusals += bad  # the role's own rules need the types right
+            continue
+        v.update(mine)  # the rules judge the values as written (a path type would expand ~ and $VARS on the controller)
+        if role == "sglang_service":
+            if given.get("sglang_venv_root") is not None:
+                v["sglang_venv_root"] = given["sglang_venv_root"]
+            v["extras_error"] = extras_error(v) if extra_services else None
+        refusals += RULES[role](v)
+    if not refusals and unresolved:
+        refusals = ["%s: cannot be worked out (%s)." % (name, why) for name, why in sorted(unresolved.items())]
+    return {"host": host, "refusals": refusals}
+
+
+def message(result):
+    """The one message of a check that refused: the host's reason alone, else every refusal."""
+    return result["host"] or ("Refused before any change. " + " ".join(result["refusals"]) if result["refusals"] else "")
