@@ -20,8 +20,8 @@ description:
     leaves O(store) on the previous snapshot or on the new one, whole.
   - O(state=restored) makes the host equal to the snapshot again, byte for byte, and re-points the venv link when
     O(link) is given; it reports what it put back. Each file is written to a temporary file beside it that is created
-    with its final mode and owner (a secret is never readable by others, not even for a moment), checked against the
-    manifest's sha256, fsynced and renamed into place. Every differing file is tried even when one fails; the task
+    0600 and root's, given its final owner and mode once its bytes are in (a secret is never readable by others, not
+    even for a moment), checked against the manifest's sha256, fsynced and renamed into place. Every differing file is tried even when one fails; the task
     then fails naming each one that was not put back (RV(errors)) and what was (RV(restored)).
   - O(state=inspect) only compares.
   - The sglang_service role saves a snapshot only once the restarted service has answered its health check, and
@@ -174,19 +174,20 @@ def fsync_dir(path):
 
 
 def _write_new(path, chunks, mode, uid=None, gid=None):
-    """chunks (bytes) into path, a new file created with its final mode and owner before any byte is written,
-    flushed and fsynced. Returns the sha256 of what was written."""
+    """chunks (bytes) into path, a new file created 0600 (root's, whatever the final mode: never wider, then narrowed),
+    given its final owner and mode once every byte is in, then flushed and fsynced. Returns the sha256 of what was
+    written."""
     digest = hashlib.sha256()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        if uid is not None:
-            os.fchown(fd, uid, gid)
-        os.fchmod(fd, mode)  # exactly the mode (the umask only narrowed it), after chown (which may clear bits)
         with os.fdopen(fd, "wb", closefd=False) as fh:
             for chunk in chunks:
                 digest.update(chunk)
                 fh.write(chunk)
             fh.flush()
+            if uid is not None:
+                os.fchown(fd, uid, gid)
+            os.fchmod(fd, mode)  # exactly the mode (the umask only narrowed it), after chown (which may clear bits)
             os.fsync(fh.fileno())
     finally:
         os.close(fd)
@@ -252,7 +253,7 @@ def save(store, files, link, link_target, now):
 
 
 def _restore_file(manifest, path, data):
-    """The snapshot's copy of path put back: a temporary file beside path, created with the final mode and owner,
+    """The snapshot's copy of path put back: a temporary file beside path, created 0600, given the final mode and owner,
     the blob's bytes checked against the manifest's sha256 before it replaces path."""
     directory = os.path.dirname(path)
     os.makedirs(directory, mode=0o755, exist_ok=True)

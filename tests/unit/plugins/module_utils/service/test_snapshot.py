@@ -139,6 +139,7 @@ def whole(store):
 def _state(tmp_path):
     unit, secrets = tmp_path / "u.conf", tmp_path / "s.env"
     unit.write_text("[Service]\nEnvironment=A=1\n")
+    os.chmod(unit, 0o644)
     secrets.write_text("HF_TOKEN=1\n")
     os.chmod(secrets, 0o600)
     return [str(unit), str(secrets)], str(tmp_path / "snap" / "last-good")
@@ -317,6 +318,32 @@ def test_a_restored_secret_is_never_readable_by_others_and_is_fsynced_before_its
     assert ("open", tmp, 0o600) in events and ("replace", tmp, "0o600") in events
     assert events.index(("open", tmp, 0o600)) < events.index(("fsync", tmp)) < events.index(("replace", tmp, "0o600"))
     assert pathlib.Path(files[1]).read_text() == "HF_TOKEN=1\n" and oct(os.stat(files[1]).st_mode & 0o777) == "0o600"
+
+
+def test_every_restored_file_is_created_0600_and_given_its_mode_once_written(tmp_path, monkeypatch):
+    # issue 47: a temp file is never created wider than 0600 (the unit's 0644 too), its mode set once its bytes are in
+    files, good, steps = _changed(tmp_path)
+    events = []
+    real_open, real_fchmod = os.open, os.fchmod
+
+    def opened(path, flags, mode=0o777, **kw):
+        if str(path).endswith(".blackwell-restore"):
+            events.append(("open", os.path.basename(path), mode))
+        return real_open(path, flags, mode, **kw)
+
+    def fchmod(fd, mode):
+        name = os.path.basename(os.readlink("/proc/self/fd/%d" % fd))
+        events.append(("fchmod", name, oct(mode), os.fstat(fd).st_size))
+        return real_fchmod(fd, mode)
+
+    monkeypatch.setattr(os, "open", opened)
+    monkeypatch.setattr(os, "fchmod", fchmod)
+    done, errors = mod.restore(good, steps)
+    assert errors == [] and len(done) == 2
+    unit, secret = (os.path.basename(f) + ".blackwell-restore" for f in files)
+    assert ("open", unit, 0o600) in events and ("open", secret, 0o600) in events
+    assert ("fchmod", unit, "0o644", len("[Service]\nEnvironment=A=1\n")) in events  # after the bytes
+    assert oct(os.stat(files[0]).st_mode & 0o777) == "0o644" and oct(os.stat(files[1]).st_mode & 0o777) == "0o600"
 
 
 def test_a_restore_goes_on_past_a_file_it_cannot_put_back(tmp_path):
