@@ -10,11 +10,11 @@ module: variables_check
 short_description: The cuda_toolkit, sglang_venv and sglang_service roles' variables checked at once, before any change
 version_added: "0.3.0"
 description:
-  - Runs on the controller only and changes nothing. Judges the host from the play's facts (C(ansible_facts): its OS
+  - Runs on the controller only and changes nothing. Judges the host from the play's facts (C(ansible_facts) - its OS
     family, service manager and Python), then each role's variables as the play has them - against the role's
     argument specs (types and choices), then against the role's own rules - and fails with one message naming every
     variable that is wrong, each with what it takes (C(Refused before any change. ...)).
-  - C(playbooks/site.yml) runs it once for all three roles before the play's lock and the first role (C(host=false): a
+  - C(playbooks/site.yml) runs it once for all three roles before the play's lock and the first role (C(host=false) - a
     run on one host gathers its facts with the lock); each role's checks then judge the host, and check their own
     variables when that did not happen (a role used on its own, a tag selection without it).
   - A variable whose template cannot be worked out is named only when nothing else is refused (a wrong variable it
