@@ -22,11 +22,23 @@ RULES = {"cuda_toolkit": cuda_plan.variable_refusals, "sglang_venv": venv_info.v
 _PRIMARY = ("name", "mode", "venv", "environment", "model_path", "port", "args", "command", "marker")
 
 
-def spec_refusals(options, given):
-    """(the variables as the role's argument specs take them - their defaults filled in, their types converted -,
-    the refusals). options: the role's argument_specs main options; given: the variables that are set, by name."""
+def _validate(options, given):
     result = ArgumentSpecValidator(options).validate(dict(given), validate_role_argument_spec=True)
     return result.validated_parameters, ["%s." % str(m).rstrip(".") for m in result.error_messages]
+
+
+def spec_refusals(options, given):
+    """(the variables as the role's argument specs take them - their defaults filled in, their types converted -,
+    the names of those the specs refuse, the refusals). options: the role's argument_specs main options; given: the
+    variables that are set, by name. Each variable is judged on its own first, so that every wrong one is named."""
+    bad, refusals = set(), []
+    for name, value in given.items():
+        _v, msgs = _validate({name: options[name]}, {name: value})
+        if msgs:
+            bad.add(name)
+            refusals += msgs
+    v, msgs = _validate(options, {k: val for k, val in given.items() if k not in bad})
+    return v, bad, refusals + [m for m in msgs if m not in refusals]
 
 
 def extras_error(v):
@@ -49,16 +61,18 @@ def check(facts, specs, given, extra_services=True, unresolved=None):
     for role in (r for r in ROLES if r in specs):
         options = specs[role]
         mine = {k: val for k, val in given.items() if k in options}
-        v, bad = spec_refusals(options, mine)
-        if bad:
-            refusals += bad  # the role's own rules need the types right
-            continue
-        v.update(mine)  # the rules judge the values as written (a path type would expand ~ and $VARS on the controller)
+        v, bad, wrong = spec_refusals(options, mine)
+        refusals += wrong
+        if wrong and not bad:
+            continue  # a rule of the specs across variables (none of them wrong alone): the role's rules need them whole
+        # the rules judge the values as written (a path type would expand ~ and $VARS on the controller); a variable of
+        # the wrong type is judged as its default, and named once (by the specs)
+        v.update({k: val for k, val in mine.items() if k not in bad})
         if role == "sglang_service":
             if given.get("sglang_venv_root") is not None:
                 v["sglang_venv_root"] = given["sglang_venv_root"]
             v["extras_error"] = extras_error(v) if extra_services else None
-        refusals += RULES[role](v)
+        refusals += [m for m in RULES[role](v) if not any(m.startswith(n + ":") or m.startswith(n + " ") for n in bad)]
     if not refusals and unresolved:
         refusals = ["%s: cannot be worked out (%s)." % (name, why) for name, why in sorted(unresolved.items())]
     return {"host": host, "refusals": refusals}

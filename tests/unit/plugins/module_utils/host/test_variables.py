@@ -125,3 +125,9 @@ def test_the_rules_see_the_value_as_written():
     # type: path would expand ~ and $HOME on the controller; the rule judges what the host would get
     (msg,) = variables.check(FACTS, SPECS, dict(GOOD, sglang_venv_root="~/venvs"))["refusals"]
     assert "(got ~/venvs)" in msg
+
+
+def test_a_wrong_type_and_a_broken_rule_of_one_role_are_both_named():
+    got = variables.check(FACTS, SPECS, dict(GOOD, sglang_service_port="many", sglang_service_cache_dir="/srv/c /etc", sglang_venv_keep="x"))
+    assert [sorted(named(m)) for m in got["refusals"]] == [["sglang_venv_keep"], ["sglang_service_port"], ["sglang_service_cache_dir"]]
+    assert "unable to convert to int" in got["refusals"][1] and "one path" in got["refusals"][2]
