@@ -7,6 +7,8 @@ each naming it."""
 
 from __future__ import annotations
 
+import posixpath
+
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import platform
@@ -47,6 +49,16 @@ def extras_error(v):
     return service_list.extra_services(v.get("sglang_service_extra_services"), primary)["error"]
 
 
+def venv_root(given, v):
+    """The venv root the service's cache directory stays out of: sglang_venv_root where the play has it, else the
+    directory of the service's venv link when it is a venv role's <root>/current (sglang_service_venv's default), else
+    None."""
+    if given.get("sglang_venv_root") is not None:
+        return given["sglang_venv_root"]
+    venv = str(v.get("sglang_service_venv") or "")
+    return posixpath.dirname(venv) if venv.startswith("/") and venv.endswith("/current") else None
+
+
 def check(facts, specs, given, extra_services=True, unresolved=None):
     """{"host": why the roles cannot serve this host or "", "refusals": one per wrong variable}.
 
@@ -69,8 +81,7 @@ def check(facts, specs, given, extra_services=True, unresolved=None):
         # the wrong type is judged as its default, and named once (by the specs)
         v.update({k: val for k, val in mine.items() if k not in bad})
         if role == "sglang_service":
-            if given.get("sglang_venv_root") is not None:
-                v["sglang_venv_root"] = given["sglang_venv_root"]
+            v["sglang_venv_root"] = venv_root(given, v)
             v["extras_error"] = extras_error(v) if extra_services else None
         refusals += [m for m in RULES[role](v) if not any(m.startswith(n + ":") or m.startswith(n + " ") for n in bad)]
     if not refusals and unresolved:

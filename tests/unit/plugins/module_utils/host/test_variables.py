@@ -131,3 +131,14 @@ def test_a_wrong_type_and_a_broken_rule_of_one_role_are_both_named():
     got = variables.check(FACTS, SPECS, dict(GOOD, sglang_service_port="many", sglang_service_cache_dir="/srv/c /etc", sglang_venv_keep="x"))
     assert [sorted(named(m)) for m in got["refusals"]] == [["sglang_venv_keep"], ["sglang_service_port"], ["sglang_service_cache_dir"]]
     assert "unable to convert to int" in got["refusals"][1] and "one path" in got["refusals"][2]
+
+
+def test_the_cache_dir_stays_out_of_the_venv_root_the_service_runs_from_when_the_play_has_no_venv_root():
+    # site.yml's check play runs each role on its own: the venv role's defaults are not the service role's variables
+    service = {k: v for k, v in GOOD.items() if k.startswith("sglang_service_")}
+    only = {"sglang_service": SPECS["sglang_service"]}
+    (msg,) = variables.check(FACTS, only, dict(service, sglang_service_cache_dir="/opt/sglang/cache"))["refusals"]
+    assert "not inside or above the venv root /opt/sglang" in msg
+    moved = dict(service, sglang_service_venv="/srv/inference/current", sglang_service_cache_dir="/srv/inference")
+    assert "the venv root /srv/inference" in variables.check(FACTS, only, moved)["refusals"][0]
+    assert variables.check(FACTS, only, dict(service, sglang_service_venv="/root/venv_sglang211", sglang_service_cache_dir="/root/cache"))["refusals"] == []
