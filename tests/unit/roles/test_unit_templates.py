@@ -29,6 +29,7 @@ VALIDATE = {
     "__sglang_service_validate_config": "/etc/blackwell-inference/sglang-validate.json",
     "sglang_service_cache_dir": "/var/cache/sglang",
     "__sglang_service_marker_path": "/etc/ansible/facts.d/blackwell_inference.fact",
+    "__sglang_service_plan": {"device_allow": ["/dev/nvidiactl rw"]},
 }
 
 
