@@ -1,7 +1,12 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Controller side of blackwell.inference.host_lock: names this play (its ansible-playbook process), judges
-whether a holder on this controller is gone, and waits for a live one."""
+"""Controller side of blackwell.inference.host_lock: names this play (this controller's machine-id and boot id, its
+ansible-playbook process), judges whether a holder is gone (module_utils/host/lock.py stale: by its process on this
+controller, by its heartbeat on another), and waits for a live one.
+
+The heartbeat is refreshed by the holding play's own calls only (the acquire, site.yml's state=refreshed between the
+venv and the service roles); nobody refreshes it during a minute-long step, which is why the bound (stale_after) is
+longer than the longest stretch between two of those calls."""
 
 from __future__ import annotations
 
@@ -26,6 +31,21 @@ def _pid_start(pid):
         return None
 
 
+def _read_id(path):
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def controller_identity():
+    """(machine-id, boot id) of this controller; a machine without /etc/machine-id falls back to dbus's copy, then to
+    its host name (named as such)."""
+    machine_id = _read_id("/etc/machine-id") or _read_id("/var/lib/dbus/machine-id") or "hostname:" + socket.gethostname()
+    return machine_id, _read_id("/proc/sys/kernel/random/boot_id")
+
+
 def _alive(pid, pid_start):
     try:
         os.kill(int(pid), 0)
@@ -46,22 +66,31 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         state = args.get("state", "acquired")
         timeout = int(args.get("timeout", 1800))
+        try:
+            bound = host_lock.stale_bound(args.get("stale_after", host_lock.STALE_AFTER))
+        except ValueError as exc:
+            result.update(failed=True, changed=False, msg=str(exc))
+            return result
+        args["stale_after"] = bound
         # the worker's parent is the ansible-playbook process: the same for every task of this play
         play_pid = os.getppid()
         controller = socket.gethostname()
+        machine_id, boot_id = controller_identity()
         since = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         play = self._task.get_play().get_name() if self._task.get_play() else ""
-        args["owner"] = host_lock.record(controller, play_pid, _pid_start(play_pid), getpass.getuser(), since, play)
+        me = host_lock.record(controller, play_pid, _pid_start(play_pid), getpass.getuser(), since, play, machine_id, boot_id)
+        args["owner"] = me
         start = time.monotonic()
         took_over = None
         while True:
             res = self._execute_module(module_name="blackwell.inference.host_lock", module_args=args, task_vars=task_vars)
-            if res.get("failed") or state == "released" or res.get("acquired"):
+            if res.get("failed") or state != "acquired" or res.get("acquired"):
                 break
             holder = res.get("holder")
-            if host_lock.stale(holder, controller, _alive):
-                took_over = holder or {}
-                args["take_over"] = took_over
+            why = host_lock.stale(holder, me, _alive, res.get("age"), bound)
+            if why:
+                took_over = dict(holder or {}, why=why)
+                args["take_over"] = holder or {}
                 continue
             args.pop("take_over", None)
             if time.monotonic() - start >= timeout:
@@ -69,9 +98,17 @@ class ActionModule(ActionBase):
                     "failed": True,
                     "acquired": False,
                     "holder": holder,
-                    "msg": "%s is being provisioned by another play: %s. Waited %d s (blackwell_inference_lock_timeout). "
-                    "If that play is gone, remove %s on the host."
-                    % (task_vars.get("inventory_hostname"), host_lock.describe(holder), timeout, args.get("path", host_lock.DEFAULT_PATH)),
+                    "msg": "%s is being provisioned by another play: %s, heartbeat %s s ago. Waited %d s (blackwell_inference_lock_timeout);"
+                    " a holder on another controller is taken over once its heartbeat is older than %d s (blackwell_inference_lock_stale_after)."
+                    " If that play is gone, remove %s on the host."
+                    % (
+                        task_vars.get("inventory_hostname"),
+                        host_lock.describe(holder),
+                        res.get("age"),
+                        timeout,
+                        bound,
+                        args.get("path", host_lock.DEFAULT_PATH),
+                    ),
                 }
                 break
             time.sleep(POLL)

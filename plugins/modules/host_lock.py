@@ -12,8 +12,16 @@ version_added: "0.3.0"
 description:
   - O(state=acquired) takes the host's lock for this play, waiting while another play holds it, up to O(timeout)
     seconds; then it fails naming the holder (user, controller, process, since when, play).
-  - A lock left by a play whose ansible-playbook process is gone from this controller (killed) is taken over.
-    A holder on another controller is waited for, since its process cannot be seen from here.
+  - The holder is named by its controller's machine-id and boot id (C(/etc/machine-id),
+    C(/proc/sys/kernel/random/boot_id)) and the ansible-playbook process (pid and start time); the host name is shown
+    only. A lock left by a play whose process is gone from this controller (killed), or whose controller (this one)
+    booted since, is taken over.
+  - A holder on another controller (another machine-id, even with the same host name) is waited for while its
+    heartbeat is fresh, and taken over once the heartbeat is older than O(stale_after) seconds (by the host's clock).
+  - The heartbeat is the time of the holder's last call of this module on the host (the acquire, each O(state=refreshed)).
+    Nobody refreshes it during a step (apt, the venv build, the JIT smoke, the health wait), so O(stale_after) must be
+    longer than the longest stretch between two calls; C(site.yml) refreshes between the venv and the service roles.
+  - O(state=refreshed) renews this play's heartbeat, and fails when the lock is no longer this play's.
   - O(state=released) gives the lock back when this play holds it. The lock lives in C(/run), so a reboot frees it.
   - The lock is not part of the host's managed state - C(changed) is always false - and it is taken in check mode too,
     so a check never reads a host halfway through another play's change.
@@ -22,9 +30,9 @@ author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
   state:
-    description: C(acquired) or C(released).
+    description: C(acquired), C(refreshed) (the heartbeat of the lock this play holds) or C(released).
     type: str
-    choices: [acquired, released]
+    choices: [acquired, refreshed, released]
     default: acquired
   path:
     description: The lock file on the host.
@@ -34,6 +42,12 @@ options:
     description: Seconds to wait for another play to finish.
     type: int
     default: 1800
+  stale_after:
+    description:
+      - Seconds after which the lock of a play on another controller whose heartbeat stopped is taken over; more than
+        5400 (the longest stretch between two heartbeats of a live play at the roles' default timeouts).
+    type: int
+    default: 7200
   owner:
     description: Internal - the record of this play, set by the action plugin.
     type: dict
@@ -106,15 +120,21 @@ acquired:
   returned: always
   type: bool
 holder:
-  description: The lock's record (controller, pid, pid_start, user, since, play) - this play's or the one waited for.
+  description:
+    - The lock's record (controller, machine_id, boot_id, pid, pid_start, user, since, play, heartbeat) - this play's or
+      the one waited for.
   returned: always
   type: dict
+age:
+  description: Seconds since the holder's heartbeat by the host's clock (null when no holder), when the lock is not this play's.
+  returned: when the lock was not acquired
+  type: int
 waited:
   description: Seconds spent waiting for another play.
   returned: with state=acquired
   type: float
 took_over:
-  description: The record of a gone play whose lock was taken over, or null.
+  description: The record of a gone play whose lock was taken over (with C(why)), or null.
   returned: with state=acquired
   type: dict
 read:
@@ -135,19 +155,25 @@ ansible_facts:
 
 import json
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, files
 from ansible_collections.blackwell.inference.plugins.module_utils.host import lock as host_lock
 
 
 def read(path):
+    """(record or None, whether the file exists, seconds since its heartbeat by this host's clock or None)."""
     try:
         with open(path) as fh:
-            return host_lock.parse(fh.read()), True
+            holder = host_lock.parse(fh.read())
+            mtime = os.fstat(fh.fileno()).st_mtime
     except FileNotFoundError:
-        return None, False
+        return None, False, None
+    beat = (holder or {}).get("heartbeat")
+    beat = beat if isinstance(beat, (int, float)) and not isinstance(beat, bool) else mtime  # an older record: its file's time
+    return holder, True, max(0, int(time.time() - beat))
 
 
 def write_new(path, owner):
@@ -158,8 +184,15 @@ def write_new(path, owner):
     except FileExistsError:
         return False
     with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(owner, sort_keys=True) + "\n")
+        fh.write(json.dumps(dict(owner, heartbeat=int(time.time())), sort_keys=True) + "\n")
     return True
+
+
+def beat(path, holder):
+    """This play's record with a new heartbeat, written whole (a reader never sees half a record)."""
+    fresh = dict(holder, heartbeat=int(time.time()))
+    files.write_atomic(path, (json.dumps(fresh, sort_keys=True) + "\n").encode("utf-8"), mode=0o644)
+    return fresh
 
 
 def readers(module):
@@ -248,9 +281,10 @@ def acquired(module, holder, path):
 def main():
     module = AnsibleModule(
         argument_spec={
-            "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
+            "state": {"type": "str", "choices": ["acquired", "refreshed", "released"], "default": "acquired"},
             "path": {"type": "path", "default": host_lock.DEFAULT_PATH},
             "timeout": {"type": "int", "default": 1800},
+            "stale_after": {"type": "int", "default": host_lock.STALE_AFTER},
             "owner": {"type": "dict"},
             "take_over": {"type": "dict"},
             "read": {"type": "dict", "options": {"toolkit": {"type": "dict"}, "venv": {"type": "dict"}, "service": {"type": "dict"}}},
@@ -263,21 +297,30 @@ def main():
     if not p["owner"]:
         module.fail_json(msg="host_lock runs through its action plugin (blackwell.inference.host_lock), which names the play")
     owner, path = p["owner"], p["path"]
-    holder, exists = read(path)
+    holder, exists, age = read(path)
     if p["state"] == "released":
         if exists and host_lock.same_play(holder, owner):
             os.unlink(path)
         module.exit_json(changed=False, acquired=False, holder=holder)
+    if p["state"] == "refreshed":
+        if not (exists and host_lock.same_play(holder, owner)):
+            module.fail_json(
+                msg="The host's lock is no longer this play's (%s holds it): stopped before the next step changes anything"
+                % (host_lock.describe(holder) if exists else "nobody"),
+                acquired=False,
+                holder=holder,
+            )
+        module.exit_json(changed=False, acquired=True, holder=beat(path, holder))
     if exists and host_lock.same_play(holder, owner):
-        acquired(module, holder, path)
+        acquired(module, beat(path, holder), path)
     # replace exactly the stale record the controller judged (or an unreadable one), never a new holder
     if exists and p["take_over"] is not None and holder == (p["take_over"] or None):
         os.unlink(path)
         exists = False
     if not exists and write_new(path, owner):
-        acquired(module, owner, path)
-    holder, _exists = read(path)
-    module.exit_json(changed=False, acquired=False, holder=holder)
+        acquired(module, read(path)[0], path)
+    holder, _exists, age = read(path)
+    module.exit_json(changed=False, acquired=False, holder=holder, age=age)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,15 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.host import lock as hl
 
-MINE = hl.record("ctl-1", 4242, 1550505, "ops", "2026-11-30T23:00:00Z", "Provision Blackwell inference hosts")
+MID, BOOT = "0f3c2a9e8d1b4c5d6e7f8091a2b3c4d5", "6b1e0c52-1f4e-4d8a-9a53-8e1f7c2d4b10"
+MINE = hl.record("ctl-1", 4242, 1550505, "ops", "2026-11-30T23:00:00Z", "Provision Blackwell inference hosts", MID, BOOT)
+# TEST DOUBLE: another controller with the same host name (cloned VMs): another machine-id
+TWIN = dict(MINE, machine_id="a9d1e2f3a4b5c6d7e8f90a1b2c3d4e5f", boot_id="1c0ffee0-0000-4000-8000-000000000001")
+# an older collection's record: host name only
+OLD = {"controller": "ctl-1", "pid": 4242, "pid_start": 1550505, "user": "ops", "since": "2026-11-30T23:00:00Z", "play": ""}
 # /proc/PID/stat of an ansible-playbook process (comm with a space and parentheses, start time 1550505)
 STAT = "4242 (ansible-playbook (x)) S 4200 4242 4200 34816 4242 4194304 3000 0 0 0 150 30 0 0 20 0 3 0 1550505 300000000 15000 18446744073709551615"
+BOUND = hl.STALE_AFTER
 
 
 def alive_only(*pids):
@@ -14,29 +20,52 @@ def alive_only(*pids):
 
 
 @pytest.mark.parametrize(
-    "holder,controller,alive,expected",
+    "holder,alive,age,why",
     [
-        (None, "ctl-1", alive_only(), True),  # unreadable: a writer killed mid-write
-        (MINE, "ctl-1", alive_only(4242), False),  # a live play here: wait for it
-        (MINE, "ctl-1", alive_only(), True),  # its process is gone (kill -9 of the play): take over
-        (MINE, "ctl-2", alive_only(), False),  # another controller's play is never judged from here
+        (None, alive_only(), None, "an unreadable lock record"),  # a writer killed mid-write
+        (MINE, alive_only(4242), 9000, ""),  # a live play here: wait for it, whatever its heartbeat
+        (MINE, alive_only(), 3, "its process is gone from this controller"),  # kill -9 of the play: take over
+        (dict(MINE, boot_id="0a0a0a0a-old-boot"), alive_only(4242), 3, "its controller (this one) booted since"),  # pid reused since
+        # another controller with this host name, pid 4242 not alive here: judged by its heartbeat, never by our pids
+        (TWIN, alive_only(), 30, ""),
+        (TWIN, alive_only(), BOUND, ""),
+        (TWIN, alive_only(), BOUND + 1, "its controller's heartbeat is 7201 s old (bound 7200 s)"),
+        (TWIN, alive_only(), None, ""),  # no age known: waited for
+        (OLD, alive_only(), 60, ""),  # an older record, same host name: not ours to judge by pid either
+        (OLD, alive_only(), BOUND + 60, "its controller's heartbeat is 7260 s old (bound 7200 s)"),
     ],
 )
-def test_stale(holder, controller, alive, expected):
-    assert hl.stale(holder, controller, alive) is expected
+def test_stale(holder, alive, age, why):
+    assert hl.stale(holder, MINE, alive, age, BOUND) == why
 
 
-def test_same_play_is_the_process_not_the_time():
-    again = dict(MINE, since="2026-11-30T23:05:00Z", play="a second play of the playbook")
+@pytest.mark.parametrize("value,bound", [(7200, 7200), ("7200", 7200), (5401, 5401), (86400, 86400)])
+def test_stale_bound(value, bound):
+    assert hl.stale_bound(value) == bound
+
+
+@pytest.mark.parametrize("value", [5400, 600, 0, -1, "two hours", None, ""])
+def test_stale_bound_is_longer_than_the_longest_stretch_or_refused_naming_the_variable(value):
+    with pytest.raises(ValueError, match=r"blackwell_inference_lock_stale_after must be an integer of seconds > 5400"):
+        hl.stale_bound(value)
+
+
+def test_same_play_is_the_controller_and_the_process_not_the_time():
+    again = dict(MINE, since="2026-11-30T23:05:00Z", play="a second play of the playbook", heartbeat=1764543900)
     assert hl.same_play(MINE, again)
-    assert not hl.same_play(MINE, dict(MINE, pid_start=1)) and not hl.same_play(MINE, dict(MINE, controller="ctl-2"))
-    assert not hl.same_play(MINE, None)
+    assert not hl.same_play(MINE, dict(MINE, pid_start=1)) and not hl.same_play(MINE, TWIN)
+    assert hl.same_play(MINE, dict(MINE, controller="renamed"))  # the host name is shown, not compared
+    assert not hl.same_play(MINE, dict(MINE, boot_id="another boot"))
+    assert not hl.same_play(MINE, None) and not hl.same_play(OLD, OLD)  # a record without machine-id is nobody's
 
 
 def test_parse_and_describe():
     assert hl.parse('{"controller": "ctl-1", "pid": 4242, "pid_start": null}')["pid"] == 4242
     assert hl.parse("") is None and hl.parse('{"pid": 1}') is None and hl.parse("[]") is None
-    assert hl.describe(MINE) == "ops@ctl-1 pid 4242 since 2026-11-30T23:00:00Z (play 'Provision Blackwell inference hosts')"
+    assert hl.describe(MINE) == (
+        "ops@ctl-1 (machine-id 0f3c2a9e8d1b4c5d6e7f8091a2b3c4d5) pid 4242 since 2026-11-30T23:00:00Z (play 'Provision Blackwell inference hosts')"
+    )
+    assert hl.describe(OLD) == "ops@ctl-1 (machine-id ?) pid 4242 since 2026-11-30T23:00:00Z"
     assert hl.describe(None) == "an unreadable lock record"
 
 
