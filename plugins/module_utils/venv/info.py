@@ -162,8 +162,9 @@ def read_marker(path):
 
 
 def list_venvs(root):
-    """The entries of <root>/venvs that are not hidden (the build locks are), sorted, each as {name, path, isdir,
-    complete, marker, marker_mtime}; [] when there is no such directory yet."""
+    """The entries of <root>/venvs that are not hidden (the build locks are), sorted, each as {name, path, real (the
+    path with every symlink resolved: what current and the ready markers name), isdir, complete, marker, marker_mtime};
+    [] when there is no such directory yet."""
     base = os.path.join(root, "venvs")
     try:
         names = sorted(os.listdir(base))
@@ -176,7 +177,9 @@ def list_venvs(root):
         path = os.path.join(base, name)
         isdir = os.path.isdir(path) and not os.path.islink(path)
         complete, marker, mtime = read_marker(path) if isdir else (False, None, None)
-        venvs.append({"name": name, "path": path, "isdir": isdir, "complete": complete, "marker": marker, "marker_mtime": mtime})
+        venvs.append(
+            {"name": name, "path": path, "real": os.path.realpath(path), "isdir": isdir, "complete": complete, "marker": marker, "marker_mtime": mtime}
+        )
     return venvs
 
 
@@ -191,21 +194,61 @@ def last_good_venvs(local_facts):
     return found
 
 
+# how Ansible's local facts say a .fact file could not be loaded (module_utils/facts/system/local.py): the fact's value
+# is then this text instead of the file's content
+_FACT_ERRORS = ("error loading fact", "could not stat fact", "could not execute fact", "failure executing fact", "failed to convert")
+
+
+def unreadable_markers(local_facts):
+    """The local facts a prune cannot trust to name every last good venv: a .fact file Ansible could not load (its
+    value is then Ansible's error text, or {} for a file it could not read at all), and a marker whose last_good is
+    there but names no venv. Sorted names."""
+    bad = []
+    for name, fact in (local_facts or {}).items():
+        if isinstance(fact, str) and fact.lower().startswith(_FACT_ERRORS) or fact == {}:
+            bad.append(name)
+            continue
+        last_good = fact.get("last_good") if isinstance(fact, dict) else None
+        if last_good is not None and not (isinstance(last_good, dict) and isinstance(last_good.get("venv"), str) and last_good["venv"]):
+            bad.append(name)
+    return sorted(bad)
+
+
+def _resolver(venvs):
+    """A path -> the real path of the venv it names (by its listed path or its real one), else the path normalised."""
+    table = {}
+    for v in venvs:
+        real = v.get("real") or os.path.normpath(v["path"])
+        table[os.path.normpath(v["path"])] = real
+        table[real] = real
+    return lambda path: table.get(os.path.normpath(path), os.path.normpath(path))
+
+
 def prune_plan(venvs, this_dir, link_target, local_facts, keep):
     """What a prune keeps and removes among the venv directories (list_venvs). Never removed, and counted in keep when
     they exist: this run's venv, the one current points at, every ready marker's last good venv; the rest of keep are
-    the newest complete ones (by their marker's mtime). Incomplete ones beyond those go. Returns {keep, remove}."""
-    norm = os.path.normpath
-    dirs = [norm(v["path"]) for v in venvs if v.get("isdir")]
+    the newest complete ones (by their marker's mtime). Incomplete ones beyond those go. Every comparison is of real
+    paths (a venv root under a symlink lists root/venvs/x, while current and the markers name the resolved path). A
+    local fact that cannot be read (unreadable_markers) stops the prune: nothing is removed. Returns {keep (real
+    paths), remove (the listed paths), stopped (why it removes nothing, or '')}."""
+    real = _resolver(venvs)
+    dirs = [v for v in venvs if v.get("isdir")]
+    bad = unreadable_markers(local_facts)
+    if bad:
+        why = "the local fact(s) %s cannot be read, so the last good venv they name is unknown: nothing pruned" % ", ".join(
+            "/etc/ansible/facts.d/%s.fact" % n for n in bad
+        )
+        return {"keep": [real(v["path"]) for v in dirs], "remove": [], "stopped": why}
+    listed = [real(v["path"]) for v in dirs]
     must = []
     for wanted in [this_dir, link_target, *last_good_venvs(local_facts)]:
-        path = norm(wanted) if wanted else ""
-        if path and (path in dirs or path == norm(this_dir)) and path not in must:
+        path = real(wanted) if wanted else ""
+        if path and (path in listed or path == real(this_dir)) and path not in must:
             must.append(path)
-    complete = sorted((v for v in venvs if v.get("isdir") and v.get("complete")), key=lambda v: v.get("marker_mtime") or 0, reverse=True)
-    newest = [norm(v["path"]) for v in complete if norm(v["path"]) not in must]
+    complete = sorted((v for v in dirs if v.get("complete")), key=lambda v: v.get("marker_mtime") or 0, reverse=True)
+    newest = [real(v["path"]) for v in complete if real(v["path"]) not in must]
     kept = must + newest[: max(int(keep) - len(must), 0)]
-    return {"keep": kept, "remove": [p for p in dirs if p not in kept]}
+    return {"keep": kept, "remove": [v["path"] for v in dirs if real(v["path"]) not in kept], "stopped": ""}
 
 
 def read_host(run, root, python, tools=()):
@@ -267,11 +310,11 @@ def inputs_plan(host, root, options, prune=None):
         "build": not this.get("complete", False),
         "previous": host.get("current"),
     }
-    out["switch"] = out["build"] or out["previous"] != directory
+    # current is read resolved: compared with this venv's real path (a root under a symlink), else its own
+    out["switch"] = out["build"] or out["previous"] != (this.get("real") or directory)
     if prune is not None:
-        out["prune"] = bool(
-            out["switch"] or prune_plan(host.get("venvs") or [], directory, out["previous"], prune.get("local_facts") or {}, prune["keep"])["remove"]
-        )
+        pruned = prune_plan(host.get("venvs") or [], directory, out["previous"], prune.get("local_facts") or {}, prune["keep"])
+        out["prune"] = bool(out["switch"] or pruned["remove"] or pruned["stopped"])
     return out
 
 
@@ -328,7 +371,8 @@ def role_plan(host, options):
     prune's, and root (without a trailing /), lock (the venv's build lock, hidden beside it), pip_install (pip's argv
     into it: pip_install()), requirements (what pip installs: the lock file, or the packages), link_target (where
     current points once the switch ran: the venv when it switches, not in check mode, else where it pointed), remove
-    (the venvs the prune removes then: prune_plan) and refusals (of the host: refusals()).
+    (the venvs the prune removes then: prune_plan), prune_stopped (why it removes nothing: a local fact that cannot be
+    read, or '') and refusals (of the host: refusals()).
 
     options: the role's variables without their sglang_venv_ prefix - root, python, packages, lock_file,
     lock_file_sha256 (a list: the lock file's sha256, or none), no_index, index_url, extra_index_urls, find_links,
@@ -360,9 +404,10 @@ def role_plan(host, options):
         pip_install=pip_install(directory, lock, options),
         requirements=["--require-hashes", "-r", directory + "/requirements.lock"] if options.get("lock_file") else list(options.get("packages") or []),
         link_target=link_target,
-        remove=prune_plan(host.get("venvs") or [], directory, link_target, options.get("local_facts") or {}, int(options["keep"]))["remove"],
         refusals=refusals(host, options),
     )
+    pruned = prune_plan(host.get("venvs") or [], directory, link_target, options.get("local_facts") or {}, int(options["keep"]))
+    plan.update(remove=pruned["remove"], prune_stopped=pruned["stopped"])
     return plan
 
 

@@ -493,3 +493,80 @@ def test_role_plan_prunes_beyond_keep_with_current_moved():
     assert plan["switch"] is True and plan["prune"] is True
     # current moves to this run's venv: the one current pointed at is held no more, the newest complete other one is kept
     assert plan["remove"] == ["/opt/sglang/venvs/bbbb", "/opt/sglang/venvs/cccc"]
+
+
+# sglang_venv_root=/opt/sglang where /opt is a symlink to /data/opt: the listing names /opt/sglang/venvs/x, while
+# current (readlink -f) and the ready markers' last_good name /data/opt/sglang/venvs/x
+R = "/data/opt/sglang/venvs/"
+
+
+def linked(name, complete=True, mtime=0):
+    return dict(venv(name, complete, mtime), real=R + name)
+
+
+LINKED_READY = {"sglang_k26": {"ready": False, "last_good": {"venv": R + "old", "inputs": "x"}}}
+
+
+@pytest.mark.parametrize(
+    "venvs,this,link,facts,keep,removed",
+    [
+        # a failed change rolled back to old, then a new pin (c): old is the last good one and stays; b goes
+        ([linked("old", mtime=1), linked("b", mtime=2), linked("c", mtime=3)], V + "c", R + "c", LINKED_READY, 2, [V + "b"]),
+        # current named resolved, this run's venv by the root's path: the same venv, kept once (keep 2: b stays too)
+        ([linked("a", mtime=1), linked("b", mtime=2), linked("c", mtime=3)], V + "c", R + "c", {}, 2, [V + "a"]),
+        # check mode, no switch: current (resolved) is the previous venv, kept with this run's
+        ([linked("a", mtime=1), linked("b", mtime=2)], V + "new", R + "a", {}, 2, [V + "b"]),
+    ],
+)
+def test_prune_plan_compares_real_paths(venvs, this, link, facts, keep, removed):
+    plan = vi.prune_plan(venvs, this, link, facts, keep)
+    assert plan["remove"] == removed and plan["stopped"] == ""
+    assert R + "old" in plan["keep"] if facts else True
+
+
+@pytest.mark.parametrize(
+    "facts,names",
+    [
+        # Ansible's own words for a .fact it could not load (module_utils/facts/system/local.py)
+        ({"sglang_k26": "error loading facts as JSON or ini - please check content: /etc/ansible/facts.d/sglang_k26.fact"}, "sglang_k26"),
+        ({"sglang_k26": 'error loading fact - output of running "/etc/ansible/facts.d/sglang_k26.fact" was not utf-8'}, "sglang_k26"),
+        ({"sglang_k26": "Could not stat fact (/etc/ansible/facts.d/sglang_k26.fact): [Errno 5] Input/output error"}, "sglang_k26"),
+        # a file it could not read at all comes back empty
+        ({"sglang_k26": {}, "other": READY["sglang_k26"]}, "sglang_k26"),
+        # a marker whose last_good names no venv
+        ({"sglang_k26": {"ready": True, "last_good": {"inputs": "x"}}}, "sglang_k26"),
+        ({"sglang_k26": {"ready": True, "last_good": "/opt/sglang/venvs/old"}}, "sglang_k26"),
+    ],
+)
+def test_an_unreadable_marker_stops_the_prune_and_nothing_is_removed(facts, names):
+    venvs = [venv("old", mtime=1), venv("b", mtime=2), venv("c", mtime=3), venv("k", complete=False)]
+    plan = vi.prune_plan(venvs, V + "c", V + "c", facts, 2)
+    assert plan["remove"] == [] and plan["keep"] == [V + n for n in ("old", "b", "c", "k")]
+    assert plan["stopped"] == (
+        "the local fact(s) /etc/ansible/facts.d/%s.fact cannot be read, so the last good venv they name is unknown: nothing pruned" % names
+    )
+
+
+def test_readable_facts_of_other_tools_do_not_stop_the_prune():
+    assert vi.unreadable_markers(READY) == [] and vi.unreadable_markers({"tool": {"section": {"k": "v"}}}) == []
+
+
+def test_list_venvs_and_the_plan_under_a_symlinked_root(tmp_path):
+    real = tmp_path / "data" / "sglang"
+    real.mkdir(parents=True)
+    make_root(real, complete=["aaaa", "bbbb"])
+    (tmp_path / "opt").symlink_to(tmp_path / "data")
+    root = str(tmp_path / "opt" / "sglang")
+    (real / "current").symlink_to(real / "venvs" / "bbbb")
+    venvs = vi.list_venvs(root)
+    assert [(v["path"], v["real"]) for v in venvs] == [(root + "/venvs/aaaa", str(real / "venvs" / "aaaa")), (root + "/venvs/bbbb", str(real / "venvs" / "bbbb"))]
+    host = {"python": {"version": "3.11.2"}, "current": os.path.realpath(root + "/current"), "venvs": venvs}
+    # current is this venv, read resolved: no switch, and nothing to prune with keep 2
+    this = dict(LAB_OPTIONS)
+    name = vi.inputs_plan(host, root, this)["hash"]
+    os.rename(real / "venvs" / "bbbb", real / "venvs" / name)
+    os.unlink(real / "current")
+    (real / "current").symlink_to(real / "venvs" / name)
+    host = {"python": {"version": "3.11.2"}, "current": os.path.realpath(root + "/current"), "venvs": vi.list_venvs(root)}
+    plan = vi.inputs_plan(host, root, this, {"keep": 2, "local_facts": {}})
+    assert plan["build"] is False and plan["switch"] is False and plan["prune"] is False
