@@ -12,8 +12,11 @@ version_added: "0.4.0"
 description:
   - Reads the OpenPGP key fingerprints of O(src) - a key file (armored or binary) or a C(.deb) such as NVIDIA's
     C(cuda-keyring) (every key file it installs) - without gpg, and compares them with O(fingerprint).
-  - A key file that matches is copied to O(dest) (where apt's C(Signed-By) reads it); a C(.deb) is only checked (the
-    caller installs the checked file). Anything else fails with the fingerprints found, and nothing is written.
+  - Every armored block of a key file is read (a second block after the expected key is seen, and refused as a key
+    more than the expected one). A key file that matches is written to O(dest) (where apt's C(Signed-By) reads it) as
+    exactly the packets checked - one armored block, or the binary packets - never the file as it came (text around
+    or between blocks is dropped). A C(.deb) is only checked (the caller installs the checked file). Anything else fails
+    with the fingerprints found, and nothing is written.
   - O(src) should be a place apt never reads (a download directory), so that a key that fails the check is never trusted.
     A O(src) that fails the check is removed (so the next run downloads it again).
 author:
@@ -129,7 +132,8 @@ def main():
                 module.fail_json(msg="%s installs no key file under %s: not a keyring package" % (p["src"], ", ".join("/" + d for d in KEY_DIRS)))
         else:
             data = read(p["src"])
-            found = {p["src"]: openpgp.fingerprints(data)}
+            fprs, checked = openpgp.checked_file(data)
+            found = {p["src"]: fprs}
     except (OSError, openpgp.OpenPGPError) as exc:
         module.fail_json(msg="%s cannot be checked: %s" % (p["src"], exc))
     out = dict(fingerprints=found, checked=bool(expected), changed=False)
@@ -139,17 +143,19 @@ def main():
             os.unlink(p["src"])
         module.fail_json(msg="Refused, nothing written where apt reads keys: %s (expected fingerprint %s)" % ("; ".join(bad), expected), **out)
     if p["kind"] == "key":
-        armored = b"-----BEGIN PGP PUBLIC KEY BLOCK-----" in data
+        armored = openpgp.armored(data)
         if p["dest"].endswith(".asc") != armored:  # apt reads a key file by its name: .asc armored, .gpg binary
             module.fail_json(
                 msg="%s is %s, but apt reads %s as %s: name dest after the key's format"
                 % (p["src"], "armored" if armored else "binary", p["dest"], "armored" if p["dest"].endswith(".asc") else "binary"),
                 **out,
             )
-        same = os.path.isfile(p["dest"]) and read(p["dest"]) == data
+        # what apt gets is exactly the packets checked (one armored block, or the binary packets), never the file as it
+        # came: a second block or text around it is not written
+        same = os.path.isfile(p["dest"]) and read(p["dest"]) == checked
         out["changed"] = not same
         if not same and not module.check_mode:
-            files.write_atomic(p["dest"], data)
+            files.write_atomic(p["dest"], checked)
         if same:  # apt reads it as _apt: the same key with another mode is put right too
             out["changed"] = module.set_mode_if_different(p["dest"], "0644", False)
     module.exit_json(**out)

@@ -29,12 +29,17 @@ def normalize(fingerprint):
     return text
 
 
-def dearmor(data):
-    """The binary packets of an ASCII-armored block (checksum line dropped), or the data as it is when not armored."""
+BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
+END = "-----END PGP PUBLIC KEY BLOCK-----"
+_BLOCK = re.compile(re.escape(BEGIN) + "(.*?)" + re.escape(END), re.S)
+
+
+def armored(data):
     text = data.decode("ascii", "replace") if isinstance(data, bytes) else data
-    if "-----BEGIN PGP PUBLIC KEY BLOCK-----" not in text:
-        return data if isinstance(data, bytes) else data.encode("latin-1")
-    body = text.split("-----BEGIN PGP PUBLIC KEY BLOCK-----", 1)[1].split("-----END PGP PUBLIC KEY BLOCK-----", 1)[0]
+    return BEGIN in text
+
+
+def _block(body):
     lines = body.strip().splitlines()
     # armor headers (Version: ..., Comment: ...) end at the first empty line
     if any(not line.strip() for line in lines):
@@ -44,6 +49,48 @@ def dearmor(data):
         return base64.b64decode(payload, validate=True)
     except ValueError as exc:
         raise OpenPGPError("the armored key is not valid base64 (%s)" % exc) from exc
+
+
+def dearmor(data):
+    """The binary packets of every ASCII-armored block, one after the other (checksum lines dropped), or the data as it
+    is when not armored. A block that opens and never ends is refused: apt's reader would see another file than this."""
+    text = data.decode("ascii", "replace") if isinstance(data, bytes) else data
+    if BEGIN not in text:
+        return data if isinstance(data, bytes) else data.encode("latin-1")
+    bodies = _BLOCK.findall(text)
+    if len(bodies) != text.count(BEGIN):
+        raise OpenPGPError("an armored block has no end line")
+    return b"".join(_block(body) for body in bodies)
+
+
+def crc24(data):
+    """RFC 4880 section 6.1."""
+    crc = 0xB704CE
+    for byte in data:
+        crc ^= byte << 16
+        for _bit in range(8):
+            crc <<= 1
+            if crc & 0x1000000:
+                crc ^= 0x1864CFB
+    return crc & 0xFFFFFF
+
+
+def armor(binary):
+    """One armored public key block of these packets (no headers, 64-column base64, CRC-24)."""
+    text = base64.b64encode(binary).decode()
+    lines = [text[i : i + 64] for i in range(0, len(text), 64)]
+    checksum = base64.b64encode(crc24(binary).to_bytes(3, "big")).decode()
+    return ("%s\n\n%s\n=%s\n%s\n" % (BEGIN, "\n".join(lines), checksum, END)).encode("ascii")
+
+
+def checked_file(data):
+    """(fingerprints, the bytes to write): the primary keys' fingerprints of every packet in the file (every armored
+    block), and exactly those packets again - one armored block when the file was armored, the binary packets when
+    not - so that apt never reads a packet that was not checked (text around or between blocks, a second block).
+    Raises OpenPGPError."""
+    binary = dearmor(data)
+    found = fingerprints(binary)
+    return found, armor(binary) if armored(data) else binary
 
 
 def packets(data):

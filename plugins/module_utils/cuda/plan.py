@@ -546,6 +546,11 @@ def variable_refusals(v):
             "cuda_toolkit_repo_key_fingerprint must be set when the %s comes over plain http (%s): anyone on the path could swap it."
             % ("key" if source == "deb822" else "cuda-keyring package", key_source),
         ),
+        (
+            re.match(r"^([0-9A-Fa-f]{64})?$", str(v.get("cuda_toolkit_repo_keyring_sha256") or "")) is not None,
+            "cuda_toolkit_repo_keyring_sha256 must be empty or the cuda-keyring .deb's sha256, 64 hex digits (got '%s')."
+            % v.get("cuda_toolkit_repo_keyring_sha256"),
+        ),
         (values.to_int(v["cuda_toolkit_apt_retries"]) >= 0, "cuda_toolkit_apt_retries must be an integer >= 0 (got %s)." % v["cuda_toolkit_apt_retries"]),
         (
             values.to_int(v["cuda_toolkit_apt_retry_delay"]) >= 0,
@@ -619,14 +624,15 @@ def role_plan(reading, host_facts, options):
     read); host_facts: the host's facts (distribution, distribution_major_version, distribution_version, architecture,
     for the repository's URL; blackwell_cuda when the reading has none). options: the role's variables without their
     prefix - versions, components, releases (the role's table), package_versions, method, repo_source, hold,
-    repo_name, source_file, repo_base_url, repo_distro, repo_arch, repo_key_url, key_fingerprint, root, default,
+    repo_name, source_file, repo_base_url, repo_distro, repo_arch, repo_key_url, key_fingerprint, keyring_sha256, root, default,
     check_driver, require_open_kernel_module, verify_archs - and live (--tags verify), check_mode.
 
     Returns work()'s keys (without host) and: releases (plan()), versions (X.Y), packages (every pin), newest,
     min_driver, repo_url, key_url and keyring_url (the apt method), archs (what verify compiles for), refusals (of the
     host: host_refusals), change_refusals (a downgrade, a second source for the repository's URL), verify (whether the
     verify phase has anything to check when this run changes nothing: verify_work), live (--tags verify) and keep (the
-    toolkit that keeps <root>/cuda after a runfile install). Raises PlanError (released)."""
+    toolkit that keeps <root>/cuda after a runfile install). change_refusals also name a cuda-keyring package this run
+    would download without keyring_sha256. Raises PlanError (released)."""
     o = options
     known = o.get("releases") or {}
     releases = released(o["versions"], o["components"], known, o.get("package_versions"))
@@ -648,6 +654,12 @@ def role_plan(reading, host_facts, options):
             "cuda_toolkit_versions=%s would downgrade %s: the role never moves an installed toolkit backwards (pin the installed"
             " release or a newer one in cuda_toolkit_versions and cuda_toolkit_package_versions)." % (_plain(o["versions"]), out["changes"]["downgrades"])
         )
+    keyring_url = (url + "cuda-keyring_1.1-1_all.deb") if apt else None
+    if apt and o["repo_source"] == "keyring" and not out["keyring_installed"] and not o.get("keyring_sha256"):
+        change_refusals.append(
+            "cuda_toolkit_repo_keyring_sha256 must be set: cuda-keyring is not installed, so this run would download %s and"
+            " install it as root; give the sha256 of the package you checked (NVIDIA's differs per distro and architecture)." % keyring_url
+        )
     others = [f for f in out["sources_naming"] if f != o.get("source_file")]
     if apt and o["repo_source"] == "deb822" and others:
         change_refusals.append(_SECOND_SOURCE % (", ".join(others), url))
@@ -660,7 +672,7 @@ def role_plan(reading, host_facts, options):
         min_driver=min_driver,
         repo_url=url,
         key_url=(o.get("repo_key_url") or (url + "3bf863cc.pub")) if apt else None,
-        keyring_url=(url + "cuda-keyring_1.1-1_all.deb") if apt else None,
+        keyring_url=keyring_url,
         archs=archs,
         refusals=host_refusals(cuda, versions, checks),
         change_refusals=change_refusals,

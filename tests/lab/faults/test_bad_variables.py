@@ -30,6 +30,7 @@ WRONG_VALUES = {
     "cuda_toolkit_repo_arch": ["arm64"],
     "cuda_toolkit_repo_key_url": ["not a url"],
     "cuda_toolkit_repo_key_fingerprint": ["not-a-fingerprint"],
+    "cuda_toolkit_repo_keyring_sha256": ["not-a-sha256"],
     "cuda_toolkit_package_versions": [{"13.0.2": {"cuda-nvcc-13-0": ""}}],
     "cuda_toolkit_apt_retries": [-1],
     "cuda_toolkit_verify_archs": [["compute_120"]],

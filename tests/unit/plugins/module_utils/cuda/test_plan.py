@@ -687,5 +687,35 @@ def test_role_plan_refuses_a_downgrade_a_second_source_and_an_old_driver():
         " cuda_toolkit_repo_source=deb822.",
     ]
     assert any("driver 570.124.06 (R570, CUDA <= 12.8) is too old for CUDA 13.0.2, which needs >= 580.95.05" in r for r in got["refusals"])
-    # the keyring's source is the one to use then: no second-source refusal
-    assert len(cp.role_plan(reading, dict(FACTS_DEBIAN, blackwell_cuda=OLD), dict(ROLE, repo_source="keyring"))["change_refusals"]) == 1
+    # the keyring's source is the one to use then: no second-source refusal (the package's sha256 given: it is not installed)
+    keyring = dict(ROLE, repo_source="keyring", keyring_sha256=KEYRING_SHA256)
+    assert len(cp.role_plan(reading, dict(FACTS_DEBIAN, blackwell_cuda=OLD), keyring)["change_refusals"]) == 1
+
+
+# a sha256 as an operator gives it (the plan checks that there is one; get_url checks the download against it)
+KEYRING_SHA256 = "5c1d3c1f0f1e0bb6d8b0c7c2a4f7b1e0c9d8a7b6c5d4e3f2a1b0c9d8e7f6a5b4"
+NO_SHA = (
+    "cuda_toolkit_repo_keyring_sha256 must be set: cuda-keyring is not installed, so this run would download"
+    " https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb and install it as root;"
+    " give the sha256 of the package you checked (NVIDIA's differs per distro and architecture)."
+)
+WITH_KEYRING = converged_query(shipped_plan(), "cuda-keyring 1.1-1 install ok installed\n")
+
+
+@pytest.mark.parametrize(
+    "packages, options, refusals",
+    [
+        # the role downloads the package: its sha256 is required
+        (converged_query(shipped_plan()), dict(ROLE, repo_source="keyring"), [NO_SHA]),
+        (converged_query(shipped_plan()), dict(ROLE, repo_source="keyring", keyring_sha256=""), [NO_SHA]),
+        (converged_query(shipped_plan()), dict(ROLE, repo_source="keyring", keyring_sha256=KEYRING_SHA256), []),
+        # installed already (ct200 as the seeds found it): nothing is downloaded, nothing to check
+        (WITH_KEYRING, dict(ROLE, repo_source="keyring"), []),
+        # the role's own deb822 source, sources managed elsewhere, the runfile: no keyring package
+        (converged_query(shipped_plan()), ROLE, []),
+        (converged_query(shipped_plan()), dict(ROLE, repo_source="none"), []),
+    ],
+)
+def test_role_plan_refuses_a_keyring_package_it_would_download_without_its_sha256(packages, options, refusals):
+    reading = dict(CONVERGED, packages={"stdout": packages}, apt_sources={})
+    assert cp.role_plan(reading, FACTS_DEBIAN, options)["change_refusals"] == refusals

@@ -37,6 +37,8 @@ TOOLKIT_BAD = [
     ({"cuda_toolkit_repo_key_fingerprint": "EB69 3B30"}, "cuda_toolkit_repo_key_fingerprint"),
     # no fingerprint for a key that comes over plain http
     ({"cuda_toolkit_repo_key_fingerprint": "", "cuda_toolkit_repo_key_url": "http://mirror/3bf863cc.pub"}, "cuda_toolkit_repo_key_fingerprint"),
+    ({"cuda_toolkit_repo_keyring_sha256": "sha256:" + "a" * 64}, "cuda_toolkit_repo_keyring_sha256"),
+    ({"cuda_toolkit_repo_keyring_sha256": "a" * 40}, "cuda_toolkit_repo_keyring_sha256"),
     ({"cuda_toolkit_apt_retries": -1}, "cuda_toolkit_apt_retries"),
     ({"cuda_toolkit_apt_retry_delay": "-10"}, "cuda_toolkit_apt_retry_delay"),
     ({"cuda_toolkit_apt_lock_timeout": -300}, "cuda_toolkit_apt_lock_timeout"),
@@ -46,6 +48,7 @@ TOOLKIT_BAD = [
 def test_the_toolkit_defaults_pass_and_so_do_good_overrides():
     assert cuda_plan.variable_refusals(TOOLKIT) == []
     good = dict(TOOLKIT, cuda_toolkit_repo_distro="ubuntu2404", cuda_toolkit_repo_arch="sbsa", cuda_toolkit_verify_archs=["sm_120f", "sm_89"])
+    good.update(cuda_toolkit_repo_keyring_sha256="0123456789abcdefABCDEF0123456789abcdef0123456789abcdef0123456789")
     assert cuda_plan.variable_refusals(good) == []
     # plain http without a fingerprint is fine with no source of the role's own
     no_source = dict(TOOLKIT, cuda_toolkit_repo_key_fingerprint="", cuda_toolkit_repo_source="none", cuda_toolkit_repo_base_url="http://m/r")
