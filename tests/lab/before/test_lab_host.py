@@ -1,9 +1,14 @@
 """The lab host itself: real systemd, sshd and apt, offline, and its test doubles answering like the real tools."""
 
+import base64
+import json
+import os
 import re
 import shlex
+import socket
+import subprocess
 
-from ..conftest import MIRROR, NVIDIA_SMI_QUERY
+from ..conftest import MIRROR, NVIDIA_SMI_QUERY, ROOT, playbook_command
 
 
 def test_systemd_is_pid_1(host):
@@ -85,3 +90,66 @@ def test_installing_13_0_in_auto_mode_flips_usr_local_cuda(host, run):
     finally:
         run("DEBIAN_FRONTEND=noninteractive apt-get purge -qq -y cuda-cudart-13-0 cuda-toolkit-13-0-config-common cuda-toolkit-13-config-common")
     assert host.file("/usr/local/cuda").linked_to == "/usr/local/cuda-12.8"
+
+
+# -- the host lock meets another controller (issue 47 item 6) ----------------------------------------------------------
+
+LOCK_PLAY = """---
+- name: Take the host's lock and give it back
+  hosts: ct200
+  gather_facts: false
+  tasks:
+    - name: Take the lock
+      blackwell.inference.host_lock:
+        timeout: 3
+      register: lock
+    - name: Say whose lock was taken over
+      ansible.builtin.debug:
+        msg: "took over: {{ lock.took_over.machine_id | default('nobody') }} ({{ lock.took_over.why | default('') }})"
+    - name: Give it back
+      blackwell.inference.host_lock:
+        state: released
+"""
+LOCK = "/run/blackwell-inference/play.lock"
+# TEST DOUBLE: a play on a second controller - another machine-id, but this controller's host name (a cloned VM) and a
+# pid that is not alive here (the old rule, host name and pid, judged that live play dead and took its lock)
+OTHER_CONTROLLER = "7e57d0b1e0000000000000000000000b"
+DEAD_PID = 4194301
+
+
+def other_controllers_lock(run, heartbeat_age):
+    """That play's record in the lock, its heartbeat heartbeat_age seconds ago by the host's clock."""
+    record = {
+        "controller": socket.gethostname(),
+        "machine_id": OTHER_CONTROLLER,
+        "boot_id": "7e57d0b1-e000-4000-8000-00000000000b",
+        "pid": DEAD_PID,
+        "pid_start": 123,
+        "user": "ops",
+        "since": "2026-12-06T20:00:00Z",
+        "play": "Provision Blackwell inference hosts",
+        "heartbeat": int(run("date +%s")) - heartbeat_age,
+    }
+    data = base64.b64encode(json.dumps(record).encode()).decode()
+    run("mkdir -p %s && echo %s | base64 -d > %s" % (os.path.dirname(LOCK), data, LOCK))
+
+
+def lock_play(cmd, env):
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
+
+
+def test_a_lock_of_another_controller_is_waited_for_while_its_heartbeat_is_fresh_and_taken_over_when_stale(run, tmp_path):
+    play = tmp_path / "lock.yml"
+    play.write_text(LOCK_PLAY)
+    cmd, env = playbook_command(play=str(play))
+    assert not os.path.exists("/proc/%d" % DEAD_PID)  # not alive on this controller
+    other_controllers_lock(run, 30)  # a live play there: heartbeat 30 s ago
+    rc, out = lock_play(cmd, env)
+    holder = "ct200 is being provisioned by another play: ops@%s (machine-id %s) pid %d" % (socket.gethostname(), OTHER_CONTROLLER, DEAD_PID)
+    assert rc != 0 and holder in out and "taken over once its heartbeat is older than 7200 s" in out, out[-3000:]
+    assert json.loads(run("cat " + LOCK))["machine_id"] == OTHER_CONTROLLER  # left as it was
+    other_controllers_lock(run, 7300)  # that controller stopped two hours ago (bound 7200 s)
+    rc, out = lock_play(cmd, env)
+    assert rc == 0 and "took over: %s (its controller's heartbeat is 73" % OTHER_CONTROLLER in out, out[-3000:]
+    assert run("test -e %s && echo held || echo free" % LOCK).strip() == "free"  # taken over, then given back
