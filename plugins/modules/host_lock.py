@@ -20,7 +20,8 @@ description:
     heartbeat is fresh, and taken over once the heartbeat is older than O(stale_after) seconds (by the host's clock).
   - The heartbeat is the time of the holder's last call of this module on the host (the acquire, each O(state=refreshed)).
     Nobody refreshes it during a step (apt, the venv build, the JIT smoke, the health wait), so O(stale_after) must be
-    longer than the longest stretch between two calls; C(site.yml) refreshes between the venv and the service roles.
+    longer than the longest stretch between two calls; C(site.yml) refreshes between the venv and the service roles
+    when those before changed the host.
   - O(state=refreshed) renews this play's heartbeat, and fails when the lock is no longer this play's.
   - O(state=released) gives the lock back when this play holds it. The lock lives in C(/run), so a reboot frees it.
   - The lock is not part of the host's managed state - C(changed) is always false - and it is taken in check mode too,

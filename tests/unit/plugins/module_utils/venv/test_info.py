@@ -559,7 +559,7 @@ def test_list_venvs_and_the_plan_under_a_symlinked_root(tmp_path):
     root = str(tmp_path / "opt" / "sglang")
     (real / "current").symlink_to(real / "venvs" / "bbbb")
     venvs = vi.list_venvs(root)
-    assert [(v["path"], v["real"]) for v in venvs] == [(root + "/venvs/aaaa", str(real / "venvs" / "aaaa")), (root + "/venvs/bbbb", str(real / "venvs" / "bbbb"))]
+    assert [(v["path"], v["real"]) for v in venvs] == [(root + "/venvs/" + n, str(real / "venvs" / n)) for n in ("aaaa", "bbbb")]
     host = {"python": {"version": "3.11.2"}, "current": os.path.realpath(root + "/current"), "venvs": venvs}
     # current is this venv, read resolved: no switch, and nothing to prune with keep 2
     this = dict(LAB_OPTIONS)
