@@ -11,12 +11,13 @@ Who is stale: a holder on this controller (same machine-id) whose process is gon
 a holder on another controller (another machine-id: two controllers may share a host name) when its heartbeat is older
 than the bound. Any other holder is waited for.
 
-Who refreshes the heartbeat: only the holding play's own host_lock calls - the acquire, and site.yml's refresh between
-the venv and the service roles (when the toolkit or venv role changed the host: their minutes). During a minute-long step (apt, the venv build, the JIT smoke, the health wait) nobody
-refreshes it, so the bound (STALE_AFTER, blackwell_inference_lock_stale_after) must be longer than the longest stretch
-between two refreshes: the toolkit and venv roles (apt within cuda_toolkit_apt_lock_timeout and its retries, the build
-within sglang_venv_build_timeout 3600 s) or the service role with a failed rollout rolled back (smoke 1800 s + health
-900 s, twice: 5400 s), at the defaults.
+Who refreshes the heartbeat: only the holding play's own host_lock calls - the acquire, and site.yml's refresh
+between the venv and the service roles (when the toolkit or venv role changed the host: their minutes). During a
+minute-long step (apt, the venv build, the JIT smoke, the health wait) nobody refreshes it, so the bound
+(STALE_AFTER, blackwell_inference_lock_stale_after) must be longer than the longest stretch between two refreshes:
+the toolkit and venv roles (apt within cuda_toolkit_apt_lock_timeout and its retries, the build within
+sglang_venv_build_timeout 3600 s) or the service role with a failed rollout rolled back (smoke 1800 s + health 900
+s, twice: 5400 s), at the defaults.
 """
 
 from __future__ import annotations
