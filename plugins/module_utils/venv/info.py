@@ -13,7 +13,7 @@ import json
 import os
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import owned_paths, values
+from ansible_collections.blackwell.inference.plugins.module_utils.common import owned_paths, secrets, values
 
 _TORCH_CUDA_RE = re.compile(r"""^cuda\s*(?::[^=]*)?=\s*(?:None|['"]([^'"]*)['"])\s*$""", re.M)
 _TORCH_VERSION_RE = re.compile(r"""^__version__\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]""", re.M)
@@ -289,8 +289,9 @@ def inputs_plan(host, root, options, prune=None):
         "python": options["python"],
         "python_version": version,
         "requirements": options["requirements"],
-        "index_url": "" if options.get("no_index") else options.get("index_url", ""),
-        "extra_index_urls": [] if options.get("no_index") else list(options.get("extra_index_urls") or []),
+        # without their credentials: the inputs go into the 0644 marker, and a changed token is no new venv
+        "index_url": "" if options.get("no_index") else secrets.redact(options.get("index_url", "")),
+        "extra_index_urls": [] if options.get("no_index") else [secrets.redact(u) for u in options.get("extra_index_urls") or []],
         "find_links": list(options.get("find_links") or []),
         "patches": list(options.get("patches") or []),
     }
@@ -339,15 +340,19 @@ def current(meta, root, inputs_hash, changed, switched=False):
     }
 
 
-def pip_install(directory, lock, options):
-    """pip install into the venv being built (directory), under its build lock, with the role's index and wheelhouses:
-    options no_index, index_url, extra_index_urls, find_links, bytecode (False: --no-compile)."""
-    argv = ["flock", "--exclusive", "--nonblock", lock, directory + "/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+# sources pip's environment file ($0, when there is one) and runs pip ($@)
+SOURCE_ENV = 'if [ -e "$0" ]; then set -a; . "$0"; set +a; fi; exec "$@"'
+
+
+def pip_install(directory, lock, options, env_file):
+    """pip install into the venv being built (directory), under its build lock, with the role's wheelhouses: options
+    no_index, find_links, bytecode (False: --no-compile). The index URLs and proxies, which may carry credentials, are
+    not in argv (ps shows it to every user): pip reads them from its environment, which sh sources from env_file (the
+    role writes it 0600: PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, http_proxy, https_proxy, no_proxy)."""
+    argv = ["flock", "--exclusive", "--nonblock", lock, "/bin/sh", "-c", SOURCE_ENV, env_file]
+    argv += [directory + "/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
     argv += [] if options.get("bytecode", True) else ["--no-compile"]
-    if options.get("no_index"):
-        argv.append("--no-index")
-    else:
-        argv += ["--index-url", options.get("index_url", "")] + ["--extra-index-url=%s" % u for u in options.get("extra_index_urls") or []]
+    argv += ["--no-index"] if options.get("no_index") else []
     return argv + ["--find-links=%s" % f for f in options.get("find_links") or []]
 
 
@@ -368,8 +373,9 @@ def refusals(host, options):
 
 def role_plan(host, options):
     """The sglang_venv role's plan, worked out once from the venv probe's reading (host): inputs_plan()'s keys with the
-    prune's, and root (without a trailing /), lock (the venv's build lock, hidden beside it), pip_install (pip's argv
-    into it: pip_install()), requirements (what pip installs: the lock file, or the packages), link_target (where
+    prune's, and root (without a trailing /), lock (the venv's build lock, hidden beside it), pip_env_file (pip's
+    environment, hidden beside it, written 0600 for the build and removed after it), pip_install (pip's argv into it:
+    pip_install()), requirements (what pip installs: the lock file, or the packages), link_target (where
     current points once the switch ran: the venv when it switches, not in check mode, else where it pointed), remove
     (the venvs the prune removes then: prune_plan), prune_stopped (why it removes nothing: a local fact that cannot be
     read, or '') and refusals (of the host: refusals()).
@@ -397,11 +403,13 @@ def role_plan(host, options):
     )
     directory = plan["dir"]
     lock = "%s/venvs/.%s.lock" % (root, plan["hash"])
+    env_file = "%s/venvs/.%s.pip.env" % (root, plan["hash"])
     link_target = directory if plan["switch"] and not options.get("check_mode") else plan["previous"]
     plan.update(
         root=root,
         lock=lock,
-        pip_install=pip_install(directory, lock, options),
+        pip_env_file=env_file,
+        pip_install=pip_install(directory, lock, options, env_file),
         requirements=["--require-hashes", "-r", directory + "/requirements.lock"] if options.get("lock_file") else list(options.get("packages") or []),
         link_target=link_target,
         refusals=refusals(host, options),
@@ -440,4 +448,6 @@ def variable_refusals(v):
         (lock_file == "" or os.path.isfile(lock_file), "sglang_venv_lock_file: a file on the controller (got '%s')." % lock_file),
         (all(os.path.isfile(str(p)) for p in patches), "sglang_venv_patches: files on the controller (got %s)." % (patches,)),
     ]
-    return [msg for ok, msg in checks if not ok]
+    proxies = [secrets.proxy_refusal(name, v.get(name, "")) for name in ("sglang_venv_http_proxy", "sglang_venv_https_proxy")]
+    proxies.append(secrets.no_proxy_refusal("sglang_venv_no_proxy", v.get("sglang_venv_no_proxy", "")))
+    return [msg for ok, msg in checks if not ok] + [msg for msg in proxies if msg]

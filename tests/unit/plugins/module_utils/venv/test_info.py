@@ -2,6 +2,8 @@
 
 import os
 
+import json
+
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
@@ -305,6 +307,21 @@ def test_each_input_names_another_venv_and_defaults_add_no_key(change, keys):
     assert ("bytecode" in plan["inputs"]) is (change.get("bytecode") is False)
 
 
+def test_credentials_in_the_index_urls_are_neither_inputs_nor_argv():
+    """The inputs go into the 0644 marker and name the venv (a digest): the URLs without their credentials, so a new
+    token is no new venv; pip's argv (ps) names no URL at all, only the environment file pip reads them from."""
+    public = dict(LAB_OPTIONS, no_index=False)
+    secret = dict(public, index_url="https://user:t0ken@pypi.org/simple", extra_index_urls=["https://TOKEN2@download.pytorch.org/whl/cu130"])
+    plan, bare = vi.inputs_plan(LAB_HOST, "/opt/sglang", secret), vi.inputs_plan(LAB_HOST, "/opt/sglang", public)
+    assert plan["inputs"] == bare["inputs"] and plan["hash"] == bare["hash"]
+    assert plan["inputs"]["index_url"] == "https://pypi.org/simple"
+    role = vi.role_plan(LAB_HOST, dict(LAB_ROLE, no_index=False, index_url=secret["index_url"], extra_index_urls=secret["extra_index_urls"]))
+    shown = json.dumps(role)
+    assert "t0ken" not in shown and "TOKEN2" not in shown
+    assert not [w for w in role["pip_install"] if "pypi.org" in w or "pytorch" in w]
+    assert role["pip_env_file"] == "/opt/sglang/venvs/.%s.pip.env" % role["hash"] and role["pip_install"][7] == role["pip_env_file"]
+
+
 def test_an_incomplete_venv_of_these_inputs_is_built_again():
     host = dict(LAB_HOST, venvs=[{"name": "119f0a510a34ff5f", "path": "/opt/sglang/venvs/119f0a510a34ff5f", "complete": False}], current=None)
     plan = vi.inputs_plan(host, "/srv/venvs", LAB_OPTIONS)
@@ -425,7 +442,8 @@ LAB_ROLE = {
     "local_facts": {},
     "check_mode": False,
 }
-PIP = ["flock", "--exclusive", "--nonblock", "/opt/sglang/venvs/.119f0a510a34ff5f.lock", "/opt/sglang/venvs/119f0a510a34ff5f/bin/python", "-m", "pip"]
+PIP = ["flock", "--exclusive", "--nonblock", "/opt/sglang/venvs/.119f0a510a34ff5f.lock", "/bin/sh", "-c", vi.SOURCE_ENV]
+PIP += ["/opt/sglang/venvs/.119f0a510a34ff5f.pip.env", "/opt/sglang/venvs/119f0a510a34ff5f/bin/python", "-m", "pip"]
 PIP += ["install", "--disable-pip-version-check", "--no-input"]
 
 
@@ -444,11 +462,8 @@ def test_role_plan_is_the_inputs_plan_with_what_the_tasks_run():
 @pytest.mark.parametrize(
     "change, key, want",
     [
-        (
-            {"no_index": False},
-            "pip_install",
-            [*PIP, "--index-url", "https://pypi.org/simple", "--extra-index-url=https://download.pytorch.org/whl/cu130", "--find-links=/srv/wheelhouse"],
-        ),
+        # the index URLs come from pip's environment file, never argv (ps shows it to every user)
+        ({"no_index": False}, "pip_install", [*PIP, "--find-links=/srv/wheelhouse"]),
         ({"bytecode": False}, "pip_install", [*PIP, "--no-compile", "--no-index", "--find-links=/srv/wheelhouse"]),
         ({"lock_file": "req.lock", "lock_file_sha256": ["9f86d081884c7d65"]}, "requirements", ["--require-hashes", "-r", "%s/requirements.lock"]),
         ({"lock_file": "req.lock", "lock_file_sha256": ["9f86d081884c7d65"]}, "inputs", "9f86d081884c7d65"),
@@ -458,7 +473,8 @@ def test_role_plan_of_other_inputs(change, key, want):
     plan = vi.role_plan(LAB_HOST, dict(LAB_ROLE, **change))
     got = plan[key]["requirements"] if key == "inputs" else plan[key]
     if key == "pip_install":
-        want = [plan["lock"] if w.endswith(".lock") else plan["dir"] + "/bin/python" if w.endswith("/bin/python") else w for w in want]
+        swap = {".lock": plan["lock"], "/bin/python": plan["dir"] + "/bin/python", ".pip.env": plan["pip_env_file"]}
+        want = [next((v for k, v in swap.items() if w.endswith(k)), w) for w in want]
     elif key == "requirements":
         want = [w % plan["dir"] if "%s" in w else w for w in want]
     assert got == want
