@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo, owned_paths, values
+from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo, owned_paths, secrets, values
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import arch as cuda_arch
 
 RELEASE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
@@ -99,14 +99,16 @@ _REPO_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
 
 def repo_url(base_url, distro, arch, facts):
     """NVIDIA's repository for a host: <base>/<distro><version>/<arch>/, e.g. .../debian12/x86_64/. distro and arch
-    are the role's overrides (empty: from the host's facts: Debian by its major version, Ubuntu as 2404)."""
+    are the role's overrides (empty: from the host's facts: Debian by its major version, Ubuntu as 2404). Without the
+    base URL's credentials (they go to apt's auth.conf.d: the .sources file, the plan and the play's output are
+    world-readable)."""
     if not distro:
         name = facts["distribution"]
         version = facts["distribution_major_version"] if name == "Debian" else str(facts["distribution_version"]).replace(".", "")
         distro = "%s%s" % (name.lower(), version)
     if not arch:
         arch = _REPO_ARCH.get(facts["architecture"], facts["architecture"])
-    return "%s/%s/%s/" % (re.sub("/+$", "", str(base_url)), distro, arch)
+    return "%s/%s/%s/" % (re.sub("/+$", "", secrets.redact(base_url)), distro, arch)
 
 
 _KEYRING_INSTALLED = re.compile(r"^\S+ ok installed$")
@@ -489,7 +491,7 @@ def dry_run(result, repo_base_url=""):
     if result.get("rc") != 0:
         why = (result.get("stderr") or "").strip() or "rc %s" % result.get("rc")
         msg = "apt cannot plan the pinned packages (%s): check cuda_toolkit_versions, cuda_toolkit_package_versions" % why
-        msg += " and the repository (cuda_toolkit_repo_base_url=%s)" % repo_base_url
+        msg += " and the repository (cuda_toolkit_repo_base_url=%s)" % secrets.redact(repo_base_url)
     elif drivers:
         msg = "the plan would install driver packages (%s): this role never touches the driver; check cuda_toolkit_package_versions" % ", ".join(drivers)
     elif removed:
@@ -508,8 +510,9 @@ def variable_refusals(v):
     plan cannot make are refused by plan()."""
     versions, archs = v["cuda_toolkit_versions"], v["cuda_toolkit_verify_archs"] or []
     bad_archs = cuda_arch.nvcc_refusals(archs)
-    base, distro, arch = str(v["cuda_toolkit_repo_base_url"]), str(v["cuda_toolkit_repo_distro"]), str(v["cuda_toolkit_repo_arch"])
-    key_url, fingerprint, source = str(v["cuda_toolkit_repo_key_url"]), str(v["cuda_toolkit_repo_key_fingerprint"]), v["cuda_toolkit_repo_source"]
+    # the URLs as a refusal may show them: without credentials
+    base, distro, arch = secrets.redact(v["cuda_toolkit_repo_base_url"]), str(v["cuda_toolkit_repo_distro"]), str(v["cuda_toolkit_repo_arch"])
+    key_url, fingerprint, source = secrets.redact(v["cuda_toolkit_repo_key_url"]), str(v["cuda_toolkit_repo_key_fingerprint"]), v["cuda_toolkit_repo_source"]
     key_source = key_url if source == "deb822" and key_url else base
     runfiles = v["cuda_toolkit_runfiles"] or {}
     # a file and a sha256 per release (NVIDIA publishes md5 only, which does not resist a forged file)
@@ -569,7 +572,9 @@ def variable_refusals(v):
         )
         for r in (no_runfile if v["cuda_toolkit_method"] == "runfile" else [])
     ]
-    return [msg for ok, msg in checks if not ok]
+    proxies = [secrets.proxy_refusal(name, v.get(name, "")) for name in ("cuda_toolkit_http_proxy", "cuda_toolkit_https_proxy")]
+    proxies.append(secrets.no_proxy_refusal("cuda_toolkit_no_proxy", v.get("cuda_toolkit_no_proxy", "")))
+    return [msg for ok, msg in checks if not ok] + [msg for msg in proxies if msg]
 
 
 def released(releases, components, known, overrides=None):
@@ -625,10 +630,13 @@ def role_plan(reading, host_facts, options):
     for the repository's URL; blackwell_cuda when the reading has none). options: the role's variables without their
     prefix - versions, components, releases (the role's table), package_versions, method, repo_source, hold,
     repo_name, source_file, repo_base_url, repo_distro, repo_arch, repo_key_url, key_fingerprint, keyring_sha256, root, default,
-    check_driver, require_open_kernel_module, verify_archs - and live (--tags verify), check_mode.
+    check_driver, require_open_kernel_module, verify_archs, http_proxy, https_proxy, no_proxy - and live (--tags
+    verify), check_mode.
 
     Returns work()'s keys (without host) and: releases (plan()), versions (X.Y), packages (every pin), newest,
-    min_driver, repo_url, key_url and keyring_url (the apt method), archs (what verify compiles for), refusals (of the
+    min_driver, repo_url, key_url and keyring_url (the apt method; without credentials), apt_proxy (apt's proxy
+    configuration, without credentials: secrets.apt_proxy_conf; '' for none), download_proxies ({http, https}: the
+    proxies without credentials, for the key's and the keyring's download), archs (what verify compiles for), refusals (of the
     host: host_refusals), change_refusals (a downgrade, a second source for the repository's URL), verify (whether the
     verify phase has anything to check when this run changes nothing: verify_work), live (--tags verify) and keep (the
     toolkit that keeps <root>/cuda after a runfile install). change_refusals also name a cuda-keyring package this run
@@ -671,8 +679,10 @@ def role_plan(reading, host_facts, options):
         newest=newest_,
         min_driver=min_driver,
         repo_url=url,
-        key_url=(o.get("repo_key_url") or (url + "3bf863cc.pub")) if apt else None,
+        key_url=(secrets.redact(o.get("repo_key_url")) or (url + "3bf863cc.pub")) if apt else None,
         keyring_url=keyring_url,
+        apt_proxy=secrets.apt_proxy_conf(o.get("http_proxy"), o.get("https_proxy"), o.get("no_proxy")) if apt else "",
+        download_proxies={"http": secrets.redact(o.get("http_proxy") or ""), "https": secrets.redact(o.get("https_proxy") or "")},
         archs=archs,
         refusals=host_refusals(cuda, versions, checks),
         change_refusals=change_refusals,

@@ -1,5 +1,6 @@
 """The package plan of the cuda_toolkit role: exact pins, config-common first, no driver, no floating metas."""
 
+import json
 import pathlib
 
 import pytest
@@ -671,6 +672,33 @@ def test_released_says_what_was_asked_and_why_the_plan_cannot_make_it(releases, 
     with pytest.raises(cp.PlanError) as exc:
         cp.released(releases, "slim", KNOWN, overrides)
     assert str(exc.value).startswith(message)
+
+
+def test_role_plan_shows_no_credentials_and_renders_the_proxies():
+    """The plan is printed by the play and its repo_url goes into the 0644 .sources file: the mirror's and the proxies'
+    credentials stay out of it (they go to auth.conf.d)."""
+    options = dict(
+        ROLE,
+        repo_base_url="https://user:hunter2@mirror.example/cuda/repos/",
+        repo_key_url="https://keyuser:hunter3@mirror.example/key.asc",
+        http_proxy="http://pu:hunter4@proxy.example:3128",
+        https_proxy="http://proxy.example:3129",
+        no_proxy="localhost",
+    )
+    got = cp.role_plan({}, FACTS_DEBIAN, options)
+    assert got["repo_url"] == "https://mirror.example/cuda/repos/debian12/x86_64/"
+    assert got["key_url"] == "https://mirror.example/key.asc"
+    assert got["keyring_url"] == "https://mirror.example/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb"
+    assert got["download_proxies"] == {"http": "http://proxy.example:3128", "https": "http://proxy.example:3129"}
+    assert got["apt_proxy"].splitlines() == [
+        'Acquire::http::Proxy "http://proxy.example:3128";',
+        'Acquire::https::Proxy "http://proxy.example:3129";',
+        'Acquire::http::Proxy::localhost "DIRECT";',
+        'Acquire::https::Proxy::localhost "DIRECT";',
+    ]
+    assert "hunter" not in json.dumps(got)
+    assert cp.role_plan({}, FACTS_DEBIAN, ROLE)["apt_proxy"] == ""
+    assert "hunter" not in cp.dry_run({"rc": 100, "stderr": "E: 401"}, options["repo_base_url"])["msg"]
 
 
 def test_role_plan_refuses_a_downgrade_a_second_source_and_an_old_driver():

@@ -42,6 +42,9 @@ TOOLKIT_BAD = [
     ({"cuda_toolkit_apt_retries": -1}, "cuda_toolkit_apt_retries"),
     ({"cuda_toolkit_apt_retry_delay": "-10"}, "cuda_toolkit_apt_retry_delay"),
     ({"cuda_toolkit_apt_lock_timeout": -300}, "cuda_toolkit_apt_lock_timeout"),
+    ({"cuda_toolkit_http_proxy": "proxy.example:3128"}, "cuda_toolkit_http_proxy"),
+    ({"cuda_toolkit_https_proxy": "socks5://proxy.example:1080"}, "cuda_toolkit_https_proxy"),
+    ({"cuda_toolkit_no_proxy": "localhost mirror.lan"}, "cuda_toolkit_no_proxy"),
 ]
 
 
@@ -94,6 +97,9 @@ VENV_BAD = [
     ({"sglang_venv_packages": []}, "sglang_venv_packages"),
     ({"sglang_venv_lock_file": "/nowhere/requirements.lock"}, "sglang_venv_lock_file"),
     ({"sglang_venv_patches": ["/nowhere/fix.patch"]}, "sglang_venv_patches"),
+    ({"sglang_venv_http_proxy": "proxy.example:3128"}, "sglang_venv_http_proxy"),
+    ({"sglang_venv_https_proxy": "http://proxy.example:3128/x"}, "sglang_venv_https_proxy"),
+    ({"sglang_venv_no_proxy": "a;b"}, "sglang_venv_no_proxy"),
 ]
 
 
@@ -114,3 +120,12 @@ def test_packages_without_their_dependencies_are_refused_with_both_names():
     pinned = VENV["sglang_venv_packages"][0]
     (msg,) = venv_info.variable_refusals(dict(VENV, sglang_venv_packages_no_deps=[pinned]))
     assert msg.startswith("sglang_venv_packages_no_deps: pinned requirements name==version, none of them also in sglang_venv_packages")
+
+
+def test_proxies_and_urls_with_credentials_pass_and_a_refusal_shows_no_credentials():
+    good = {"http_proxy": "http://u:pw@proxy.example:3128", "https_proxy": "http://proxy.example:3128", "no_proxy": "localhost,.lan"}
+    assert cuda_plan.variable_refusals(dict(TOOLKIT, **{"cuda_toolkit_" + k: v for k, v in good.items()})) == []
+    assert venv_info.variable_refusals(dict(VENV, **{"sglang_venv_" + k: v for k, v in good.items()})) == []
+    base = dict(TOOLKIT, cuda_toolkit_repo_base_url="ftp://user:hunter2@mirror/cuda", cuda_toolkit_repo_key_url="k:hunter2@x")
+    msgs = " ".join(cuda_plan.variable_refusals(base))
+    assert "cuda_toolkit_repo_base_url" in msgs and "cuda_toolkit_repo_key_url" in msgs and "hunter2" not in msgs
