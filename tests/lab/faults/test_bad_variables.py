@@ -34,6 +34,9 @@ WRONG_VALUES = {
     "cuda_toolkit_package_versions": [{"13.0.2": {"cuda-nvcc-13-0": ""}}],
     "cuda_toolkit_apt_retries": [-1],
     "cuda_toolkit_verify_archs": [["compute_120"]],
+    "cuda_toolkit_http_proxy": ["proxy.example:3128"],  # no scheme
+    "cuda_toolkit_https_proxy": ["socks5://u:pw@proxy.example:1080"],
+    "cuda_toolkit_no_proxy": ["localhost mirror.lan"],
     # issue 47: one normalised absolute path, no system directory or parent of one, not in or above /etc
     "sglang_venv_root": ["opt/sglang", "/", "/opt", "/opt//sglang", "/etc/sglang"],
     "sglang_venv_python": [""],
@@ -43,6 +46,9 @@ WRONG_VALUES = {
     "sglang_venv_build_timeout": [0],
     "sglang_venv_lock_file": ["/nonexistent/lock.txt"],
     "sglang_venv_patches": [["/nonexistent/fix.patch"]],
+    "sglang_venv_http_proxy": ["http://proxy.example:3128/path"],
+    "sglang_venv_https_proxy": ["proxy.example"],
+    "sglang_venv_no_proxy": ["a;b"],
     "sglang_service_name": ["sglang.service", "bad name"],
     "sglang_service_user": ["Root!"],
     "sglang_service_group": ["Sglang Group"],
