@@ -12,8 +12,9 @@
 #   5. the units' DeviceAllow= rules (module_utils/cuda/devices.py, what both unit templates render) resolved the
 #      way systemd does against this machine's /proc/devices and its /dev/nvidia* nodes: every node CUDA opens must be
 #      allowed; and, where systemd is PID 1, nvidia-smi -L and the jit_smoke launch as transient units with those rules
-#      (systemd-run -p DevicePolicy=closed -p DeviceAllow=... -p NoNewPrivileges=yes -p ProtectKernelModules=yes, as
-#      the units run). Without systemd as PID 1 those two rows are a FAIL that says so.
+#      (systemd-run -p DevicePolicy=closed -p DeviceAllow=... -p NoNewPrivileges=yes -p ProtectKernelModules=yes and the
+#      units' sandbox, RestrictNamespaces=yes SystemCallFilter=@system-service ProtectProc=invisible, as the units
+#      run). Without systemd as PID 1 those two rows are a FAIL that says so.
 #   6. the saxpy launch on every GPU alone (CUDA_VISIBLE_DEVICES=<its UUID>), in a transient unit with those rules where
 #      systemd is PID 1 (as the boot validator runs on ct200), else as a plain process; one row per GPU.
 # A host whose GPUs are of more than one kind (CC 9.0 and 12.0) is checked as the service role serves it: one
@@ -160,11 +161,16 @@ except OSError:
 print(json.dumps({"majors": sd.nvidia_majors(text), "gpu_nodes": len(minors), "denied": denied, "missing": missing,
                   "uvm_at_start": uvm_at_start, "rules": sd.allow_entries()}))
 PY
-mapfile -t allow < <("$py" -c 'from ansible_collections.blackwell.inference.plugins.module_utils import systemd_devices as sd
+mapfile -t allow < <("$py" -c 'from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as sd
 print("\n".join(sd.allow_entries()))' 2>/dev/null)
-props=(-p DevicePolicy=closed -p NoNewPrivileges=yes -p ProtectKernelModules=yes)
+# and the units' system-call and process sandbox (module_utils/service/settings.py: SANDBOX): CUDA's own system calls
+# (the driver's ioctls and mappings, its memory policy) pass the filter only where a GPU answers them
+mapfile -t sandbox < <("$py" -c 'from ansible_collections.blackwell.inference.plugins.module_utils.service import settings
+print("\n".join("%s=%s" % kv for kv in settings.SANDBOX))' 2>/dev/null)
+props=(-p DevicePolicy=closed -p NoNewPrivileges=yes -p ProtectKernelModules=yes -p SystemCallArchitectures=native)
 for rule in "${allow[@]}"; do props+=(-p "DeviceAllow=$rule"); done
-if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ] && [ "${#allow[@]}" -gt 0 ]; then
+for setting in "${sandbox[@]}"; do props+=(-p "$setting"); done
+if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ] && [ "${#allow[@]}" -gt 0 ] && [ "${#sandbox[@]}" -gt 0 ]; then
   nvsmi=$(command -v nvidia-smi || echo nvidia-smi)
   timeout 120 systemd-run --wait --pipe --quiet --collect "${props[@]}" "$nvsmi" -L > "$out/unit-nvidia-smi.out" 2>&1 < /dev/null
   echo $? > "$out/unit-nvidia-smi.rc"
@@ -174,7 +180,7 @@ if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ] && [ "${#allow[@]}" -gt 0 ]; 
     "$(command -v "$py")" -m ansible_collections.blackwell.inference.plugins.modules.jit_smoke "$out/unit-jit_smoke.args" \
     > "$out/unit-jit_smoke.json" 2> "$out/unit-jit_smoke.err" < /dev/null
 else
-  echo "not run: systemd is not PID 1 here ($(cat /proc/1/comm 2>/dev/null || echo unknown)), or the rules could not be read" \
+  echo "not run: systemd is not PID 1 here ($(cat /proc/1/comm 2>/dev/null || echo unknown)), or the rules or the sandbox could not be read" \
     > "$out/unit-not-run"
 fi
 

@@ -4,6 +4,7 @@ file modes, what the service user may write, and secrets kept out of the logs. A
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -84,6 +85,17 @@ def test_unit_mode_converges_under_the_hardening(unit_service, run):
     props = run("systemctl show sglang-unit.service -p NoNewPrivileges -p ProtectSystem -p PrivateTmp -p DevicePolicy -p User")
     for expected in ("NoNewPrivileges=yes", "ProtectSystem=strict", "PrivateTmp=yes", "DevicePolicy=closed", "User=sglang"):
         assert expected in props
+    # the sandbox (issue 47 item 8) on both units: the validator's JIT smoke and cold warm-up above ran inside it
+    for unit in ("sglang-unit.service", "sglang-unit-validate.service"):
+        props = run("systemctl show %s -p RestrictNamespaces -p ProtectProc -p SystemCallFilter" % unit)
+        assert "RestrictNamespaces=yes\n" in props and "ProtectProc=invisible\n" in props, (unit, props)
+        calls = set(re.search(r"^SystemCallFilter=(.*)$", props, re.M).group(1).split())
+        assert {"ioctl", "execve", "setresuid", "sched_setaffinity"} <= calls and not {"mount", "ptrace", "init_module", "kexec_load"} & calls, unit
+    # in the unit's /proc the service user sees only its own processes (outside it, every one: sshd's, root's)
+    owners = "sh -c 'stat -c %U /proc/[0-9]* 2>/dev/null | sort -u'"
+    inside = run("nsenter -t %s -m -S $(id -u sglang) -G $(id -g sglang) -- %s" % (pid, owners)).split()
+    outside = run("runuser -u sglang -- " + owners).split()
+    assert inside == ["sglang"] and "root" in outside, (inside, outside)
     rc, out = converge(tmp)
     assert rc == 0 and "changed=0" in out, out[-3000:]
 

@@ -554,3 +554,23 @@ def test_one_filter_refuses_what_systemd_would_not_read_back(value, setting, nam
     systemd_escape = service_filters.FilterModule().filters()["systemd_escape"]
     with pytest.raises(AnsibleFilterError, match=match):
         systemd_escape(value, setting, name)
+
+
+@pytest.mark.parametrize("name", ["sglang.service.j2", "validate.service.j2"])
+def test_both_units_carry_the_sandbox(name):
+    # issue 47 item 8: no namespaces, @system-service calls only, other users' processes hidden; measured on the lab
+    # host (tests/lab/faults/test_security.py), CUDA's own calls by tests/gpu/run.sh
+    settings = [(k, v) for _section, k, v in unit_command.settings(render(name, __sglang_service_command=["/opt/v/bin/python"]))]
+    assert ss.SANDBOX == (("RestrictNamespaces", "yes"), ("SystemCallFilter", "@system-service"), ("ProtectProc", "invisible"))
+    for setting in ss.SANDBOX:
+        assert settings.count(setting) == 1, setting
+    assert not [k for k, _v in settings if k in ("SystemCallErrorNumber", "MemoryDenyWriteExecute")]  # a denied call kills, loudly
+
+
+def test_the_gpu_run_sandboxes_its_units_the_same_way():
+    with open(os.path.join(ROOT, "tests", "gpu", "run.sh"), encoding="utf-8") as fh:
+        script = fh.read()
+    # the script reads the one list (and the device module at its current home) and passes each as a property
+    assert "plugins.module_utils.service import settings" in script and "for kv in settings.SANDBOX" in script
+    assert 'for setting in "${sandbox[@]}"; do props+=(-p "$setting"); done' in script
+    assert "plugins.module_utils.cuda import devices as sd\nprint" in script
