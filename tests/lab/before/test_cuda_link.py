@@ -4,9 +4,15 @@ config-common package registers /usr/local/cuda and /usr/local/cuda-13 at priori
 replaces any plain link there and, in auto mode, wins over 12.8 (128).
 """
 
+import importlib.util
 import json
+import os
+import subprocess
+import time
 
-from ..conftest import playbook
+import pytest
+
+from ..conftest import CACHE, ROOT, SSH_CONFIG, on_host_until, playbook, playbook_command
 
 RECORD = "/etc/blackwell-inference/cuda-links.json"
 NVCC_12_8 = "release 12.8, V12.8.93"
@@ -34,9 +40,13 @@ def assert_13_0_beside_it(run):
     )
 
 
-def test_a_runfile_style_link_is_kept_and_13_0_still_registers(fresh, run):
+def make_runfile_style(run):
     # 12.8 as NVIDIA's runfile leaves it: a plain link, no alternatives groups, no /usr/local/cuda-12
     run("update-alternatives --remove-all cuda-12; update-alternatives --remove-all cuda; rm -f /usr/local/cuda-12; ln -s /usr/local/cuda-12.8 /usr/local/cuda")
+
+
+def test_a_runfile_style_link_is_kept_and_13_0_still_registers(fresh, run):
+    make_runfile_style(run)
     before = links(run)
     assert before["/usr/local/cuda"] == ("/usr/local/cuda-12.8", "/usr/local/cuda-12.8") and "/usr/local/cuda-12" not in before
     rc, flat, recap, out = converge()
@@ -118,3 +128,60 @@ def test_a_missing_link_is_made_for_the_oldest_toolkit_wanted(fresh, run):
     assert "Status: manual" in run("update-alternatives --query cuda")
     # 12.8's own major link is kept where apt made it
     assert run("readlink -f /usr/local/cuda-12").strip() == "/usr/local/cuda-12.8"
+
+
+# The runfile method (issue 47 item 7) with the lab's TEST DOUBLE of NVIDIA's runfile (tests/fixtures/runfile_double):
+# NVIDIA's options, NVIDIA's toolkit layout, and it re-points /usr/local/cuda the way NVIDIA's installer does.
+KNOB = "/run/cuda-runfile-double"
+
+
+@pytest.fixture(scope="module")
+def runfile_double():
+    """(path on the controller, checksum) of the double, built once per cache."""
+    spec = importlib.util.spec_from_file_location("runfile_double", os.path.join(ROOT, "tests", "fixtures", "runfile_double", "build.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build(CACHE)
+
+
+def runfile_vars(run, runfile_double):
+    """Copy the double onto the host; the role's variables that install 13.0.2 from it."""
+    path, checksum = runfile_double
+    run("mkdir -p /srv/runfile-double")
+    subprocess.run(["scp", "-q", "-F", SSH_CONFIG, path, "ct200:/srv/runfile-double/"], check=True)
+    src = "file:///srv/runfile-double/" + os.path.basename(path)
+    return {"cuda_toolkit_method": "runfile", "cuda_toolkit_runfiles": {"13.0.2": {"src": src, "checksum": checksum}}}
+
+
+def test_the_runfile_never_moves_the_link_and_a_killed_install_is_redone(fresh, run, runfile_double):
+    make_runfile_style(run)
+    extra = runfile_vars(run, runfile_double)
+    started = time.monotonic()
+    # the double stops half-way: bin/ extracted, its own /usr/local/cuda re-pointed, the rest to come
+    run("mkdir -p %s && touch %s/pause" % (KNOB, KNOB))
+    cmd, env = playbook_command("--tags", "cuda_toolkit", extra_vars=extra)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    on_host_until(run, "test -s %s/paused" % KNOB, "the runfile half-way", timeout=600)
+    # the links phase has pinned the plain link in an alternatives group (manual, on 12.8); while the installer runs,
+    # that link has not moved and no half toolkit is where a finished one goes
+    pinned = ("/etc/alternatives/cuda", "/usr/local/cuda-12.8")
+    assert (run("readlink /usr/local/cuda").strip(), run("readlink -f /usr/local/cuda").strip()) == pinned
+    assert run("test -e /usr/local/cuda-13.0 || echo absent").strip() == "absent"
+    assert run("ls /usr/local/.cuda-13.0.staging/root/cuda-13.0").split() == ["bin"]
+    run("kill -KILL $(cat %s/paused)" % KNOB)  # the install dies half-way
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode != 0, out[-4000:]
+    assert (run("readlink /usr/local/cuda").strip(), run("readlink -f /usr/local/cuda").strip()) == pinned
+    assert run("test -e /usr/local/cuda-13.0 || echo absent").strip() == "absent"  # the half is not counted as installed
+    # the next run installs it again, whole; the link stays an alternatives link (not flattened) on 12.8
+    run("rm -rf %s" % KNOB)
+    rc, _flat, _recap, out = converge(extra_vars=extra)
+    assert rc == 0, out[-4000:]
+    assert (run("readlink /usr/local/cuda").strip(), run("readlink -f /usr/local/cuda").strip()) == pinned
+    assert NVCC_12_8 in run("/usr/local/cuda/bin/nvcc --version") and "Value: /usr/local/cuda-12.8" in run("update-alternatives --query cuda")
+    assert run("ls -A /usr/local | grep -c staging || true").strip() == "0"
+    assert run("ls /usr/local/cuda-13.0").split() == ["bin", "include", "lib64", "nvvm", "targets"]
+    # whole: the role's verify compiled for sm_120a with it (rc 0 above); the uninstaller, written last, is there
+    assert "release 13.0" in run("/usr/local/cuda-13.0/bin/nvcc --version")
+    assert run("test -x /usr/local/cuda-13.0/bin/cuda-uninstaller && echo ok").strip() == "ok"
+    print("runfile kill and redo: %.0f s" % (time.monotonic() - started))
