@@ -26,7 +26,7 @@ INVENTORY ?= inventories/lab/hosts.yml
 LIMIT ?= ct200
 PLAYBOOK_ARGS ?=
 
-.PHONY: help venv collection lab-deps lab lab-destroy lab-reboot lab-tests molecule demo verify test lint sanity unit integration bench bench-site docs clean
+.PHONY: help venv collection lab-deps lab lab-destroy lab-reboot lab-tests molecule demo verify test lint sanity unit integration bench bench-site docs dist clean
 
 help:
 	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
@@ -36,6 +36,7 @@ help:
 	@echo "make bench  - cuda_facts timings against a baseline"
 	@echo "make bench-site - site.yml no-op and --tags verify on the lab host against a baseline play"
 	@echo "make docs   - role READMEs from meta/argument_specs.yml, CHANGELOG.rst from changelogs/"
+	@echo "make dist   - the collection tarball to install: dist/blackwell-inference-<galaxy.yml's version>.tar.gz"
 
 # --no-compile, then compileall without the `ansible` package's collections (thousands of files, loaded through
 # ansible's collection loader, which never reads bytecode): the tools' own packages get their bytecode even where
@@ -109,6 +110,12 @@ docs: collection
 	$(BIN)/python tools/role_docs.py
 	$(BIN)/antsibull-changelog generate
 
+# The tarball an operator installs (ansible-galaxy collection install dist/blackwell-inference-X.Y.Z.tar.gz);
+# galaxy.yml's build_ignore keeps out what does not run from an installed collection.
+dist: collection
+	$(BIN)/ansible-galaxy collection build --force --output-path dist .
+	@ls dist/blackwell-inference-$$(sed -n 's/^version: *//p' galaxy.yml).tar.gz
+
 sanity: collection
 	tests/sanity.sh
 
@@ -137,4 +144,4 @@ bench-site: collection
 	$(BIN)/python tests/benchmark/bench_site.py
 
 clean:
-	rm -rf .collections tests/output .pytest_cache .ruff_cache
+	rm -rf .collections tests/output .pytest_cache .ruff_cache dist

@@ -6,6 +6,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: fleet_summary
 type: aggregate
+version_added: 0.3.0
 short_description: One table across hosts at the end of a run, also written as JSON
 description:
   - At the end of a playbook run, prints one line per host the plays were aimed at - GPUs, the CUDA FlashInfer

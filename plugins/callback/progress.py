@@ -6,6 +6,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: progress
 type: aggregate
+version_added: 0.3.0
 short_description: A heartbeat while a step takes minutes (apt install, venv build, JIT warm-up, health wait)
 description:
   - When a task starts that says what it waits for (a task variable named C(*_waits_for), as the roles' long steps

@@ -86,7 +86,7 @@ options:
       - Another path only for a test double (the lab has no NVIDIA driver in its kernel).
     type: path
     default: /proc/devices
-    version_added: 0.4.0
+    version_added: 0.3.0
   services:
     description:
       - Also list every FlashInfer service on the host - each loaded systemd service whose command starts in a
@@ -96,7 +96,7 @@ options:
       - Units not in systemd's memory (disabled and never started) are not listed.
     type: bool
     default: false
-    version_added: 0.4.0
+    version_added: 0.3.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
@@ -178,13 +178,13 @@ ansible_facts:
             - Null when O(proc_devices) cannot be read (C(device_majors_error) says why).
           type: dict
           returned: always
-          version_added: 0.4.0
+          version_added: 0.3.0
           sample: {nvidia: 195, nvidiactl: 195, nvidia-uvm: 509, nvidia-caps: 510, nvidia-caps-imex-channels: 511}
         device_majors_error:
           description: Why O(proc_devices) could not be read, or null.
           type: str
           returned: always
-          version_added: 0.4.0
+          version_added: 0.3.0
         toolkits:
           description: Every C(cuda-X.Y) directory with C(version) from nvcc's banner, C(path),
             C(has_curand_headers), C(has_driver_stubs), C(nvcc_error), C(identity) (a digest of the size

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: cuda_link
 short_description: Keep /usr/local/cuda and every /usr/local/cuda-<major> where they were, whatever made them
-version_added: "0.4.0"
+version_added: "0.3.0"
 description:
   - NVIDIA's C(cuda-toolkit-X-Y-config-common) packages register C(/usr/local/cuda) and C(/usr/local/cuda-<X>) with
     update-alternatives in auto mode; that replaces any symlink there (a runfile's plain link, a hand-made one) and

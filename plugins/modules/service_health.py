@@ -92,7 +92,7 @@ options:
         not ok, a journal that shows torch's CUDA runtime newer than the driver names both versions and the fix with
         them.
     type: dict
-    version_added: 0.4.0
+    version_added: 0.3.0
   environment:
     description:
       - The environment O(cuda_version) and O(torch_driver) were computed for (the one the role wrote for the unit).
@@ -100,7 +100,7 @@ options:
         C(EnvironmentFile=)) has each of these keys at this value - a unit put back to another state, or edited since,
         keeps the journal's own words. Omitted, they are named as given.
     type: dict
-    version_added: 0.4.0
+    version_added: 0.3.0
   facts:
     description:
       - Gather C(blackwell_cuda) too when the wait ends, with these options of M(blackwell.inference.cuda_facts)
@@ -108,7 +108,7 @@ options:
         play's summary after the health check needs no call of its own. Omitted, no facts are returned.
       - The facts' C(nvcc) answers also serve the journal's explanation (one C(nvcc --version) per toolkit).
     type: dict
-    version_added: 0.4.0
+    version_added: 0.3.0
   invocation_before:
     description:
       - The unit's C(InvocationID) before this run restarted it; an answer counts only from a later start of it.

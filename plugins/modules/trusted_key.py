@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: trusted_key
 short_description: Check a downloaded apt signing key, or the keys a keyring package carries, before apt trusts them
-version_added: "0.4.0"
+version_added: "0.3.0"
 description:
   - Reads the OpenPGP key fingerprints of O(src) - a key file (armored or binary) or a C(.deb) such as NVIDIA's
     C(cuda-keyring) (every key file it installs) - without gpg, and compares them with O(fingerprint).

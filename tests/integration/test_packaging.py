@@ -4,6 +4,8 @@ by ansible-doc, its playbook resolvable by FQCN; its execution-environment metad
 import glob
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -24,11 +26,14 @@ def tool(name, *args, cwd, env=None, check=True):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """The tarball as `make dist` builds it (-o: the venv counts as up to date, the test runs in it)."""
     work = tmp_path_factory.mktemp("package")
-    tool("ansible-galaxy", "collection", "build", ROOT, "--output-path", str(work), cwd=str(work))
     with open(os.path.join(ROOT, "galaxy.yml")) as fh:
         version = yaml.safe_load(fh)["version"]
+    proc = subprocess.run(["make", "-s", "-o", ".venv/bin/.installed", "dist"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     tarball = work / ("blackwell-inference-%s.tar.gz" % version)
+    shutil.copy(os.path.join(ROOT, "dist", tarball.name), tarball)
     coll = work / "collections"
     cfg = work / "ansible.cfg"
     cfg.write_text("[defaults]\n")
@@ -64,10 +69,34 @@ def test_tarball_has_the_collection_and_nothing_of_the_lab(built):
         "requirements.yml",
     ]:
         assert wanted in names, wanted
-    for unwanted in ("tests/fixtures", "molecule", ".venv", ".collections", ".git", "inventories/lab", "tests/lab", ".ci"):
+    for unwanted in ("tests/fixtures", "molecule", ".venv", ".collections", ".git", "inventories/lab", "tests/lab", ".ci", "dist"):
         assert not [n for n in names if n == unwanted or n.startswith(unwanted + "/")], unwanted
     assert not [n for n in names if n.endswith((".tar.gz", ".whl", ".deb", ".pyc"))]
     assert manifest["collection_info"]["dependencies"] == {"ansible.posix": ">=1.5.0", "community.general": ">=8.0.0"}
+
+
+def test_tarball_leaves_out_what_does_not_run_from_an_installed_collection(built):
+    """The developer's toolchain and the lab stay in the checkout: the Makefile (its targets call the lab's labctl.sh),
+    the root ansible.cfg (it names the lab inventory), requirements.txt (toolchain pins, not runtime needs), the lint
+    configs, the lab's docs, and the tests (they need fixtures that are not shipped)."""
+    with tarfile.open(built["tarball"]) as tar:
+        names = set(tar.getnames())
+    for unwanted in ("Makefile", "ansible.cfg", "requirements.txt", "ruff.toml", ".ansible-lint", ".yamllint", "docs/lab.md", "docs/testing.md"):
+        assert unwanted not in names, unwanted
+    assert not [n for n in names if n == "tests" or n.startswith("tests/")], sorted(n for n in names if n.startswith("tests"))
+    # what the operator copies stays: the example's own ansible.cfg is not the root one
+    assert "inventories/example/ansible.cfg" in names and "docs/operations.md" in names
+
+
+def test_make_dist_builds_the_tarball_the_readme_installs(built):
+    """`make dist` (the fixture ran it) writes dist/blackwell-inference-<galaxy.yml's version>.tar.gz with
+    ansible-galaxy, the file the README's first step installs."""
+    with open(os.path.join(ROOT, "Makefile")) as fh:
+        recipe = re.search(r"^dist:.*\n\t(.+)$", fh.read(), re.M).group(1)
+    assert "ansible-galaxy collection build" in recipe and "--output-path dist" in recipe, recipe
+    with open(os.path.join(ROOT, "README.md")) as fh:
+        readme = fh.read()
+    assert "make dist" in readme and "ansible-galaxy collection install dist/%s" % built["tarball"].name in readme
 
 
 def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(built):
@@ -118,12 +147,28 @@ def test_ansible_builder_reads_the_execution_environment_metadata(built):
     assert "openssh-client [platform:dpkg]" in system and "blackwell.inference" in system, proc.stdout
 
 
-def test_ansible_builder_creates_the_build_context_of_the_documented_ee(built):
+def test_ansible_builder_creates_the_build_context_of_the_documented_ee_from_the_local_tarball(built):
+    """docs/execution-environment.yml installs the tarball `make dist` writes (dist/ beside docs/), not Galaxy's copy:
+    the context holds that very tarball, and the galaxy step's requirements install it from /build's copy."""
+    with open(os.path.join(ROOT, "galaxy.yml")) as fh:
+        version = yaml.safe_load(fh)["version"]
+    checkout = built["work"] / "checkout"
+    (checkout / "docs").mkdir(parents=True)
+    (checkout / "dist").mkdir()
+    shutil.copy(os.path.join(ROOT, "docs", "execution-environment.yml"), checkout / "docs")
+    shutil.copy(built["tarball"], checkout / "dist")
     ctx = built["work"] / "ee-context"
-    definition = os.path.join(ROOT, "docs", "execution-environment.yml")
-    tool("ansible-builder", "create", "-f", definition, "-c", str(ctx), "--output-filename", "Containerfile", cwd=str(built["work"]))
+    tool("ansible-builder", "create", "-f", "docs/execution-environment.yml", "-c", str(ctx), "--output-filename", "Containerfile", cwd=str(checkout))
     containerfile = (ctx / "Containerfile").read_text()
     assert "quay.io/fedora/fedora-minimal:41" in containerfile
     assert "ansible-galaxy collection install" in containerfile and "introspect" in containerfile
-    requirements = (ctx / "_build" / "requirements.yml").read_text()
-    assert yaml.safe_load(requirements)["collections"] == [{"name": "blackwell.inference", "version": ">=0.2.0"}]
+    assert "COPY _build /build" in containerfile and "WORKDIR /build" in containerfile
+    copied = ctx / "_build" / "collections" / built["tarball"].name
+    assert copied.read_bytes() == built["tarball"].read_bytes()
+    requirements = yaml.safe_load((ctx / "_build" / "requirements.yml").read_text())
+    assert requirements["collections"] == [{"name": "collections/blackwell-inference-%s.tar.gz" % version, "type": "file"}]
+    # the galaxy stage's install, from /build (here the context's _build); its dependencies come from Galaxy there
+    coll = built["work"] / "ee-collections"
+    env = dict(built["env"], ANSIBLE_COLLECTIONS_PATH=str(coll))
+    tool("ansible-galaxy", "collection", "install", "-r", "requirements.yml", "-p", str(coll), "--no-deps", cwd=str(ctx / "_build"), env=env)
+    assert (coll / "ansible_collections" / "blackwell" / "inference" / "MANIFEST.json").exists()
