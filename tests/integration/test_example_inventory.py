@@ -1,12 +1,15 @@
-"""The example inventory an operator copies (inventories/example): it loads with its vault, every variable it sets is
-one the collection knows, the roles' own argument specs accept its values for every host, and requirements.yml
-lists exactly galaxy.yml's dependencies. (The lab runs the installed collection on ct200 with this layout:
+"""The example inventory an operator copies (inventories/example): a fleet whose every host runs the service in unit
+mode, the drop-in case only a commented host_vars example; it loads with its vault, every variable it sets (or its
+commented example would set) is one the collection knows, the roles' own argument specs accept its values for every
+host, with and without that example uncommented, and requirements.yml lists exactly galaxy.yml's dependencies.
+(The lab runs the installed collection on ct200 with this layout:
 tests/lab/after/test_operator_account.py.)"""
 
 import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -17,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.dirname(sys.executable)
 EXAMPLE = os.path.join(ROOT, "inventories", "example")
 VAULT = os.path.join(EXAMPLE, "group_vars", "inference", "vault.yml")
+HOST_EXAMPLE = os.path.join(EXAMPLE, "host_vars", "ct200.yml")
 EXAMPLE_VAULT_PASSWORD = "example"  # noqa: S105 - documented in the vault file's own comment and the README
 
 
@@ -51,8 +55,18 @@ def known_variables():
     return names
 
 
+def commented_example():
+    """The variables host_vars/ct200.yml would set with its commented example uncommented (the `# name:` lines on)."""
+    with open(HOST_EXAMPLE) as fh:
+        lines = fh.read().splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"# [a-z_]+:", line))
+    return yaml.safe_load("\n".join(line[2:] for line in lines[start:] if line.startswith("# ")))
+
+
 def set_variables():
     found = {}
+    for name in commented_example():
+        found.setdefault(name, []).append(os.path.relpath(HOST_EXAMPLE, ROOT) + " (commented)")
     for path in glob.glob(os.path.join(EXAMPLE, "*_vars", "**", "*.yml"), recursive=True):
         if path == VAULT:
             continue
@@ -69,6 +83,17 @@ def set_variables():
 
 def test_the_hosts_are_in_the_group_the_playbook_runs_on(inventory):
     assert inventory["inference"]["hosts"] == ["ct200", "ct201", "ct202"]
+
+
+def test_every_host_runs_its_own_unit_and_the_drop_in_case_is_a_commented_example(password_file):
+    """Copied as it is, the example makes no host a drop-in host that needs a unit already there."""
+    hostvars = json.loads(tool("ansible-inventory", "-i", EXAMPLE, "--vault-password-file", password_file, "--list"))["_meta"]["hostvars"]
+    assert sorted(hostvars) == ["ct200", "ct201", "ct202"]
+    assert {(v["sglang_service_mode"], v["sglang_service_name"]) for v in hostvars.values()} == {("unit", "sglang")}
+    with open(HOST_EXAMPLE) as fh:
+        assert yaml.safe_load(fh) is None, "host_vars/ct200.yml sets variables; its drop-in case is to stay commented"
+    example = commented_example()
+    assert example["sglang_service_mode"] == "dropin" and example["sglang_service_name"] == "sglang-k26"
 
 
 def test_every_variable_set_is_one_the_collection_or_ansible_knows():
@@ -90,8 +115,16 @@ def test_secrets_come_from_the_encrypted_vault_and_every_one_used_is_defined(pas
     assert used and used <= set(secrets), (used, sorted(secrets))
 
 
-def test_the_roles_argument_specs_accept_the_example_for_every_host(tmp_path, password_file):
-    """Each role's own validation (meta/argument_specs.yml, as the role runs it) over the example's values, per host."""
+@pytest.mark.parametrize("uncommented", [False, True], ids=["as-shipped", "drop-in-example-uncommented"])
+def test_the_roles_argument_specs_accept_the_example_for_every_host(tmp_path, password_file, uncommented):
+    """Each role's own validation (meta/argument_specs.yml, as the role runs it) over the example's values, per host;
+    also with host_vars/ct200.yml's commented drop-in example uncommented."""
+    inventory_dir = EXAMPLE
+    if uncommented:
+        inventory_dir = str(tmp_path / "example")
+        shutil.copytree(EXAMPLE, inventory_dir)
+        with open(os.path.join(inventory_dir, "host_vars", "ct200.yml"), "w") as fh:
+            yaml.safe_dump(commented_example(), fh)
     play = tmp_path / "validate.yml"
     tasks = [
         {
@@ -105,8 +138,8 @@ def test_the_roles_argument_specs_accept_the_example_for_every_host(tmp_path, pa
     ]
     play.write_text(yaml.safe_dump([{"name": "Validate", "hosts": "inference", "connection": "local", "gather_facts": False, "tasks": tasks}]))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    out = tool("ansible-playbook", "-i", EXAMPLE, "--vault-password-file", password_file, str(play), env=env)
-    assert re.search(r"ct202\s*: ok=3 ", out), out[-2000:]
+    out = tool("ansible-playbook", "-i", inventory_dir, "--vault-password-file", password_file, str(play), env=env)
+    assert re.search(r"ct200\s*: ok=3 ", out) and re.search(r"ct202\s*: ok=3 ", out), out[-2000:]
 
 
 def test_requirements_list_exactly_the_collections_dependencies():
