@@ -12,6 +12,10 @@ def host_summary(cuda, host, summaries=None):
     return module("fleet.summary").host_lines(host, cuda, summaries or [])
 
 
+def rolling_vars_file(sources):
+    return module("fleet.rolling").vars_file(sources)
+
+
 class FilterModule:
     def filters(self):
-        return {"host_summary": host_summary}
+        return {"host_summary": host_summary, "rolling_vars_file": rolling_vars_file}

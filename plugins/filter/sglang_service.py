@@ -30,6 +30,7 @@ class FilterModule:
             "sglang_service_health_stands": call("service.ready", "health_stands"),
             "sglang_service_marker": call("service.ready", "next_marker", guarded=True),
             "sglang_service_host_verdict": call("service.ready", "host_verdict"),
+            "sglang_service_textfile": call("service.textfile", "document"),
             # a unit's value, escaped for its setting (module_utils/service/settings.py systemd_value)
             "systemd_escape": call("service.settings", "systemd_value", guarded=True),
             # the rollback and the last good state

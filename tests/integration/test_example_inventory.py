@@ -67,7 +67,8 @@ def set_variables():
     found = {}
     for name in commented_example():
         found.setdefault(name, []).append(os.path.relpath(HOST_EXAMPLE, ROOT) + " (commented)")
-    for path in glob.glob(os.path.join(EXAMPLE, "*_vars", "**", "*.yml"), recursive=True):
+    # the inventory's variables, and the rolling settings the playbook loads from beside hosts.yml
+    for path in [*glob.glob(os.path.join(EXAMPLE, "*_vars", "**", "*.yml"), recursive=True), os.path.join(EXAMPLE, "rolling.yml")]:
         if path == VAULT:
             continue
         with open(path) as fh:

@@ -128,6 +128,10 @@ def variable_refusals(v):
             "sglang_service_model_path or sglang_service_command: one of them must be set.",
         ),
         (_match("^[a-z][a-z0-9_]*$", v["sglang_service_marker"]), "sglang_service_marker: a lower-case identifier (got %s)." % v["sglang_service_marker"]),
+        (
+            str(v.get("sglang_service_textfile_dir") or "") == "" or _match("^/", str(v.get("sglang_service_textfile_dir"))),
+            "sglang_service_textfile_dir: empty (off) or the textfile collector's absolute directory (got %s)." % v.get("sglang_service_textfile_dir"),
+        ),
         (v.get("extras_error") is None, v.get("extras_error")),
     ]
     refused = [msg for ok, msg in checks if not ok]
@@ -139,7 +143,7 @@ def variable_refusals(v):
 # ExecStart= keep a tab inside their quotes; the rest take none. sglang_service_name, _user and _group are names their
 # own patterns above refuse control characters in.
 _UNIT_WORDS = ("sglang_service_command", "sglang_service_args")
-_UNIT_PATHS = ("sglang_service_cuda_home", "sglang_service_venv", "sglang_service_cache_dir", "sglang_service_jit_build_log")
+_UNIT_PATHS = ("sglang_service_cuda_home", "sglang_service_venv", "sglang_service_cache_dir", "sglang_service_jit_build_log", "sglang_service_textfile_dir")
 _UNIT_TEXTS = ("sglang_service_model_path", "sglang_service_host")
 
 

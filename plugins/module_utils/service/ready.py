@@ -146,6 +146,9 @@ def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, sm
         "launched": bool((steps.get("launch") or {}).get("launched")),
         "smoke": steps,
     }
+    # when a validation last passed and when the service last answered (the textfile collector's timestamps)
+    out["validated_at"] = now if phase == "validated" else (previous or {}).get("validated_at")
+    out["answered_at"] = now if phase == "serving" else (previous or {}).get("answered_at")
     last_good = (previous or {}).get("last_good")
     if promote:
         if not ready or phase != "serving":
@@ -213,7 +216,8 @@ def after_answer(marker, answered, why, now, service):
     serving with the cause. last_good stays as it is (the play's answer with its snapshot moves it)."""
     out = dict(marker)
     if answered:
-        out.update(ready=True, phase="serving", reason="%s; answered after boot (%s)" % (_first(marker.get("reason")), why), time=now)
+        reason = "%s; answered after boot (%s)" % (_first(marker.get("reason")), why)
+        out.update(ready=True, phase="serving", reason=reason, time=now, answered_at=now)
     else:
         out.update(ready=False, phase="not serving", reason="the service did not answer after boot: %s" % why, time=now)
     out["source"] = BOOT_SOURCE % service

@@ -12,6 +12,8 @@ would fail.
 With --serving (run by <service>-ready.service, after the service started): waits for the unit's own answer and
 turns this boot's validated marker into `serving, ready: true` or `not serving` (module_utils/service/boot_serving.py
 waits for the answer; module_utils/service/ready.py holds the verdict and what the marker says).
+Each marker it writes also goes to node_exporter's textfile collector when the settings name its directory
+(textfile_dir; module_utils/service/textfile.py).
 Usage: boot_validate.py SETTINGS.json | boot_validate.py --serving SETTINGS.json
 """
 
@@ -29,7 +31,7 @@ import time
 # the path: an ansible_collections elsewhere on the host does not shadow it)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke
-from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving, ready
+from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving, ready, textfile
 
 GPU_DEVICE = jit_smoke.GPU_DEVICE
 # At boot the driver may still be loading (nvidia-persistenced, udev): wait this long for the device node
@@ -168,6 +170,7 @@ def main(path):
         vouched=cfg.get("vouched"),
     )
     write_marker(cfg["marker"], marker)
+    write_textfile(cfg, marker)
     print("%s: %s (%s)" % (cfg["service"], "VALIDATED, waiting for its answer" if passed else ready.NOT_READY, reason), flush=True)
     return 0 if passed else 1
 
@@ -183,6 +186,18 @@ def write_marker(path, marker):
         os.fsync(fh.fileno())
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
+
+
+def write_textfile(cfg, marker):
+    """The marker for node_exporter's textfile collector (textfile_dir; off when empty). A failure is said, never fatal:
+    the marker is the verdict, the textfile only shows it."""
+    target = textfile.path(cfg.get("textfile_dir"), cfg["service"])
+    if not target:
+        return
+    try:
+        textfile.write(target, textfile.render(marker, cfg["service"]))
+    except OSError as exc:
+        print("%s: textfile %s not written: %s" % (cfg["service"], target, exc), flush=True)
 
 
 def read_marker(path):
@@ -218,7 +233,9 @@ def serving(path):
     if ready.pending(current, cfg["inputs"], service):  # a play wrote it meanwhile: the play's word stands
         print("%s: marker rewritten meanwhile; left as it is" % service, flush=True)
         return 0
-    write_marker(cfg["marker"], ready.after_answer(current, answered, why, now, service))
+    marker = ready.after_answer(current, answered, why, now, service)
+    write_marker(cfg["marker"], marker)
+    write_textfile(cfg, marker)
     print("%s: %s: %s (%s)" % (service, ready.word(answered), "serving" if answered else "not serving", why), flush=True)
     return 0 if answered else 1
 

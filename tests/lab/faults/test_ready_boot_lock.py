@@ -8,6 +8,7 @@ import json
 import subprocess
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from ..conftest import LAB_HOST, LAB_INDEX, ROOT, _labctl, on_host_until, playbook, playbook_command, sampling_library, workspace
 from .test_faults import marker, serving, wait_for_health
@@ -20,6 +21,30 @@ READY = "sglang-k26-ready.service"
 # the service answers a while after it started (the stand-in's lab knob, a slow model load; a variable the role does not
 # set, so not an override of its environment), so the marker can be read between the validation and the answer
 SLOW = "/etc/systemd/system/sglang-k26.service.d/90-lab-slow-start.conf"
+
+
+# node_exporter's textfile collector (the lab's sglang_service_textfile_dir), written wherever the marker is
+TEXTFILE = "/var/lib/node_exporter/textfile_collector/blackwell_inference_sglang-k26.prom"
+
+
+def textfile_says_what_the_marker_says(run, m):
+    """The textfile, read as Prometheus reads it (prometheus_client's parser), says what the marker m says."""
+    assert run("stat -c %a " + TEXTFILE).strip() == "644"
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(run("cat " + TEXTFILE)) for s in f.samples}
+    svc = ("service", "sglang-k26.service")
+    assert got[("blackwell_inference_ready", (svc,))] == (1 if m["ready"] else 0), got
+    assert {k[1][0][1]: v for k, v in got.items() if k[0] == "blackwell_inference_phase"}[m["phase"]] == 1, got
+    assert sum(v for k, v in got.items() if k[0] == "blackwell_inference_phase") == 1, got
+    info = {dict(k[1]).get("verdict"): dict(k[1]) for k in got if k[0] == "blackwell_inference_flashinfer_info"}
+    assert info["ACCEPTED"]["version"] == m["versions"]["flashinfer-python"] and info["ACCEPTED"]["archs"] == m["archs"], got
+    cuda = [dict(k[1]) for k in got if k[0] == "blackwell_inference_cuda_info"]
+    assert cuda == [{"service": svc[1], "cuda_home": m["toolkit"]["cuda_home"], "version": m["toolkit"]["cuda_version"]}], got
+    stamp = run("date -u -d %s +%%s" % m["validated_at"]).strip()
+    assert got[("blackwell_inference_last_validation_timestamp_seconds", (svc,))] == float(stamp), got
+    if m.get("answered_at"):
+        stamp = run("date -u -d %s +%%s" % m["answered_at"]).strip()
+        assert got[("blackwell_inference_last_answer_timestamp_seconds", (svc,))] == float(stamp), got
+    return got
 
 
 def slow_start(run, seconds):
@@ -103,9 +128,14 @@ def test_a_power_cycle_is_ready_only_once_the_service_answers(run):
     assert run("%s || echo silent" % ASKS).strip() == "silent", m  # ... and the fault hit: it does not answer yet
     assert m["ready"] is False and m["phase"] == "validated" and m["reason"].endswith("waiting for the service to answer"), m
     assert run("systemctl show -p SubState --value %s" % READY).strip() == "running"  # the boot did not wait for it
+    before = textfile_says_what_the_marker_says(run, m)  # the boot validator wrote it with the marker: not ready yet
+    assert before[("blackwell_inference_ready", (("service", "sglang-k26.service"),))] == 0
     ended(run, READY)
     m = marker(run)
     assert m["ready"] is True and m["phase"] == "serving" and run("systemctl show -p SubState --value %s" % READY).strip() == "exited", m
+    after = textfile_says_what_the_marker_says(run, m)  # and the answer check with its marker: ready, answered this boot
+    validated = float(run("date -u -d %s +%%s" % m["validated_at"]).strip())
+    assert after[("blackwell_inference_last_answer_timestamp_seconds", (("service", "sglang-k26.service"),))] >= validated
     serving(run)
 
 

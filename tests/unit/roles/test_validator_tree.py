@@ -43,6 +43,7 @@ def role_vars():
 def test_the_tree_holds_what_the_validator_imports():
     wanted = closure(os.path.join(ROOT, "roles", "sglang_service", "files", "boot_validate.py"))
     assert "service/ready.py" in wanted and "cuda/arch.py" in wanted  # READY, and the arch spellings of the smoke
+    assert "service/textfile.py" in wanted  # the marker for node_exporter's textfile collector
     assert sorted(role_vars()["__sglang_service_validator_modules"]) == sorted(wanted)
 
 

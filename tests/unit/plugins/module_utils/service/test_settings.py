@@ -266,6 +266,7 @@ def render(name, **overrides):
         "sglang_service_secret_environment": {"HF_TOKEN": "x"},
         "sglang_service_smoke_timeout": 1800,
         "sglang_service_boot_validation": True,
+        "sglang_service_textfile_dir": "",
         "__sglang_service_unit": "sglang.service",
         "__sglang_service_validate_unit": "sglang-validate.service",
         "__sglang_service_ready_unit": "sglang-ready.service",
@@ -327,6 +328,18 @@ def test_the_templates_give_the_nasty_values_back():
         assert validate["ExecStart"] == [
             ["/usr/bin/python3", "/usr/local/libexec/blackwell-inference/boot_validate.py", "/etc/blackwell-inference/sglang-validate.json"]
         ]
+
+
+TIMEOUTS = {"sglang_service_health_timeout": 120, "sglang_service_sample_timeout": 60}
+
+
+def test_the_boot_units_may_write_the_textfile_collectors_directory_only_when_it_is_set():
+    for template, marker_dir in (("validate.service.j2", ["/var/cache/sglang", "/etc/ansible/facts.d"]), ("ready.service.j2", ["/etc/ansible/facts.d"])):
+        assert read_back(render(template, **TIMEOUTS))["ReadWritePaths"] == marker_dir
+        for path in ("/var/lib/node_exporter/textfile_collector", *NASTY_PATHS):
+            assert read_back(render(template, sglang_service_textfile_dir=path, **TIMEOUTS))["ReadWritePaths"] == [*marker_dir, path]
+    with pytest.raises(Exception, match="control character"):
+        render("ready.service.j2", sglang_service_textfile_dir="/var/lib/x\nExecStartPre=+/bin/id", **TIMEOUTS)
 
 
 @pytest.mark.parametrize(

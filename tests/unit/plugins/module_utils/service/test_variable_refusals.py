@@ -49,6 +49,9 @@ BAD = [
     ("sglang_service_sample_timeout", "-5"),
     ("sglang_service_smoke_timeout", "never"),
     ("sglang_service_marker", "Blackwell-Inference"),
+    ("sglang_service_textfile_dir", "var/lib/node_exporter"),
+    ("sglang_service_textfile_dir", "/var/lib/node_exporter\nExecStartPre=+/bin/id"),
+    ("sglang_service_textfile_dir", "/var/lib/../../etc"),
     # issue 45: a control character in anything the role writes into a unit, drop-in or environment file
     ("sglang_service_environment", {"NCCL_DEBUG": "x\rExecStartPre=+/bin/touch /var/tmp/p\r#"}),
     ("sglang_service_environment", {"A": "1\x00"}),
