@@ -1,6 +1,11 @@
 """A fleet of three lab hosts, each its own machine booted from the converged image (tests/lab/fleet.py), rolled
 by site.yml one host at a time as `ops` with sudo, with a change every host would take (a service variable):
 
+- first, the README's "Your fleet in five steps" and its from-a-checkout lines, each command block run as written
+  (issue 48): only the documented changes (the hosts' addresses, the vault password through --vault-password-file,
+  /path/to/hosts.yml); the rolling settings in the copied rolling.yml: serial 1 rolls in three batches, serial 3 set
+  there rolls in one;
+
 - a wrong variable on the last host is refused by the check play before the first batch: no host is changed;
 - the middle host's CUDA 13.0 lost its curand headers (FlashInfer's sampling JIT needs them): the first host is
   converged and serving the change, the broken one fails with its reason and keeps serving its old state, the third
@@ -9,12 +14,15 @@ by site.yml one host at a time as `ops` with sudo, with a change every host woul
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
 import testinfra
+import yaml
 
 from .. import fleet as lab_fleet
 from .. import images
@@ -66,6 +74,110 @@ def roll(tmp_path, hosts, host_vars=None):
     table = out[out.index("BLACKWELL INFERENCE FLEET SUMMARY") :].splitlines() if "BLACKWELL INFERENCE FLEET SUMMARY" in out else []
     lines = {line.split()[0]: line for line in table if re.match(r"ct20\d ", line)}
     return proc.returncode, out, lines, json.loads(summary.read_text())
+
+
+def readme_blocks():
+    """The command blocks (```sh) of the README's "Your fleet in five steps", its from-a-checkout lines included: the
+    lines of each, as written."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    part = text[text.index("## Your fleet in five steps") : text.index("## What a run finds")]
+    return [[line.strip() for line in block.splitlines() if line.strip()] for block in re.findall(r"```sh\n(.*?)```", part, re.S)]
+
+
+def as_documented(line, password, hosts_yml):
+    """A README line with the documented changes only: the vault password from a file, your inventory's path."""
+    line = line.replace("--ask-vault-pass", "--vault-password-file=%s" % password).replace("/path/to/hosts.yml", hosts_yml)
+    return line.replace("ansible-vault create ", "ansible-vault create --vault-password-file=%s " % password)
+
+
+def batches(out):
+    return out.count("PLAY [Provision Blackwell inference hosts]")
+
+
+def test_the_readmes_fleet_steps_run_as_written(fleet, tmp_path):
+    blocks = readme_blocks()
+    install, vault, dry_run, run_steps, checkout = blocks  # a step gone or added changes this test
+    assert [len(b) for b in blocks] == [2, 2, 1, 3, 3], blocks
+    project = tmp_path / "project"
+    project.mkdir()
+    env = dict(lab_env(), ANSIBLE_CONFIG=str(project / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(project / "collections"))
+    password = tmp_path / "vault-password"
+    password.write_text("not-the-example\n")
+    # the operator's editor for `ansible-vault create`: writes the two secrets the README names
+    editor = tmp_path / "editor"
+    editor.write_text("#!/bin/sh\nprintf 'vault_become_password: unused-sudo-is-passwordless\\nvault_hf_token: hf_lab\\n' > \"$1\"\n")
+    editor.chmod(0o755)
+    env["EDITOR"] = str(editor)
+    took = {}
+
+    def sh(line, cwd=project):
+        cmd = as_documented(line, str(password), str(project / "inventories" / "example" / "hosts.yml"))
+        started = time.monotonic()
+        proc = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+        took[line] = round(time.monotonic() - started, 1)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, "%s -> rc=%s\n%s" % (cmd, proc.returncode, out[-4000:])
+        return out
+
+    def converged(out, names):
+        for name in names:
+            assert re.search(r"^%s\s+:\s+ok=\d+\s+changed=0\s+unreachable=0\s+failed=0" % name, out, re.M), out[-4000:]
+
+    # 1. Install: the collection's tarball built as its comment says, in the project; then both lines as written
+    build = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-galaxy"), "collection", "build", ROOT, "--output-path", str(project)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    shutil.copy(os.path.join(ROOT, "requirements.yml"), project / "requirements.yml")
+    for line in install:
+        sh(line)
+    installed = project / "collections" / "ansible_collections" / "blackwell" / "inference"
+    # 2. Inventory: the example and its ansible.cfg copied from the installed collection; your hosts, your variables
+    shutil.copytree(installed / "inventories" / "example", project / "inventories" / "example")
+    shutil.copy(installed / "inventories" / "example" / "ansible.cfg", project / "ansible.cfg")
+    example = project / "inventories" / "example"
+    with open(lab_fleet.inventory(str(tmp_path / "lab" / "hosts.yml"), fleet, LAB_DIR, user="ops")) as fh:
+        lab = yaml.safe_load(fh)["inference"]
+    connection = {k: v for k, v in lab["vars"].items() if k.startswith("ansible_")}
+    (example / "hosts.yml").write_text(yaml.safe_dump({"inference": {"hosts": lab["hosts"], "vars": connection}}))
+    settings = {k: v for k, v in lab["vars"].items() if not k.startswith("ansible_")}
+    settings["ansible_become_password"] = "{{ vault_become_password }}"  # noqa: S105 - from the vault, as the example's
+    (example / "group_vars" / "inference" / "main.yml").write_text(yaml.safe_dump(settings))
+    shutil.rmtree(example / "host_vars")  # the lab's variables are the same for every host
+    assert yaml.safe_load((example / "rolling.yml").read_text())["blackwell_inference_serial"] == 1
+    # 3. Vault: the example's replaced by your own (your password, your editor)
+    for line in vault:
+        sh(line)
+    assert (example / "group_vars" / "inference" / "vault.yml").read_text().startswith("$ANSIBLE_VAULT;")
+    # 4. Dry run over the fleet: nothing changes
+    (line,) = dry_run
+    assert "--check" in line
+    converged(sh(line), ("ct200", "ct201", "ct202"))
+    # 5. One host first, the fleet (serial 1 from rolling.yml: three batches), then verify with serial 3 set there
+    one, whole, verify = run_steps
+    assert "-l ct200" in one and "--tags verify" in verify
+    out = sh(one)
+    converged(out, ("ct200",))
+    assert batches(out) == 1 and "1 of 1 hosts READY" in out, out[-3000:]
+    out = sh(whole)
+    converged(out, ("ct200", "ct201", "ct202"))
+    assert batches(out) == 3 and "3 of 3 hosts READY" in out, out[-3000:]
+    (example / "rolling.yml").write_text("---\nblackwell_inference_serial: 3\n")
+    out = sh(verify)
+    assert batches(out) == 1 and "3 of 3 hosts READY" in out, out[-3000:]
+    # From a checkout: the same, on your inventory, with the checkout's own ansible.cfg and .venv
+    env["ANSIBLE_CONFIG"] = os.path.join(ROOT, "ansible.cfg")
+    del env["ANSIBLE_COLLECTIONS_PATH"]
+    for line in checkout:
+        out = sh(line, cwd=ROOT)
+        if "ansible-playbook" in line or "make demo" in line:
+            converged(out, ("ct200",))
+    print("README steps, seconds each: %s" % json.dumps(took, indent=1))
 
 
 def test_a_wrong_variable_on_one_host_stops_the_run_before_any_host_changes(fleet, tmp_path):
