@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: secret_file
 short_description: A root-only file of credentials, created 0600 and never wider
-version_added: "0.4.0"
+version_added: 0.3.0
 description:
   - Writes the credentials the roles hand to apt, pip and the service - apt's C(auth.conf.d) logins for a repository
     or a proxy, the environment pip runs with (its index URLs and proxies), the service's secrets file - into

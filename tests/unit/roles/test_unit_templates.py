@@ -30,6 +30,7 @@ VALIDATE = {
     "sglang_service_cache_dir": "/var/cache/sglang",
     "__sglang_service_marker_path": "/etc/ansible/facts.d/blackwell_inference.fact",
     "__sglang_service_plan": {"device_allow": ["/dev/nvidiactl rw"]},
+    "sglang_service_textfile_dir": "",
 }
 
 
