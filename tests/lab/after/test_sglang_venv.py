@@ -4,6 +4,7 @@ Runs after converge (the lab's venv is current). The tests run in file order and
 valid current venv behind.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -163,3 +164,42 @@ def test_lock_file_with_hashes_and_a_patch(run, tmp_path):
     # the patch is applied once: a rerun changes nothing
     rc, out, recap = playbook("--tags", "sglang_venv", extra_vars={"sglang_venv_lock_file": str(lock), "sglang_venv_patches": [patch], **QUICK})
     assert rc == 0 and recap["changed"] == 0, out[-3000:]
+
+
+def test_planted_credentials_reach_pip_and_nothing_anyone_reads(run):
+    """Index URLs with a token and proxies with a password (issue 47 item 4, issue 48's proxy): pip gets them (its own
+    masked "Looking in indexes" line, the proxy's ProxyError for 127.0.0.1, a direct try for the no_proxy host), and
+    the token is in no file under the venv root, not in the marker, not in the journal, not in the play's -v output.
+    A venv of its own (one small wheel, in a root of its own), so the lab's venvs are not touched; the index and the
+    proxy refuse connections at once and pip installs from the wheelhouse."""
+    token = "tok-" + hashlib.sha256(b"planted ct200").hexdigest()[:24]
+    root = "/opt/bw-planted"
+    planted = {
+        "sglang_venv_root": root,
+        "sglang_venv_packages": ["tabulate==0.9.0"],
+        "sglang_venv_check_imports": ["tabulate"],
+        "sglang_venv_packages_no_deps": [],
+        "sglang_venv_bytecode": False,
+        "sglang_venv_no_index": False,
+        "sglang_venv_index_url": "http://user:%s@127.0.0.1:9/simple" % token,
+        "sglang_venv_extra_index_urls": ["http://%s@localhost:9/extra" % token],
+        "sglang_venv_http_proxy": "http://pu:%s@127.0.0.1:9" % token,
+        "sglang_venv_no_proxy": "localhost",
+    }
+    since = run("date +%s").strip()
+    rc, out, _recap = playbook("-v", extra_vars=planted, play="tests/lab/plays/sglang_venv_alone.yml")
+    try:
+        assert rc == 0, out[-4000:]
+        assert token not in out
+        # pip read its index and its proxy from the environment file
+        assert "Looking in indexes: http://user:****@127.0.0.1:9/simple, http://****@localhost:9/extra" in out, out[-4000:]
+        assert re.search(r"broken by 'ProxyError\('[^']*', NewConnectionError\('<[^>]*>: [^']*'\)\)': http://127\.0\.0\.1:9/simple/tabulate/", out)
+        assert re.search(r"broken by 'NewConnectionError\('<[^>]*>: [^']*'\)': /extra/tabulate/", out)  # no_proxy: direct
+        m = meta(run, root + "/current")
+        assert m["inputs"]["index_url"] == "http://127.0.0.1:9/simple" and m["inputs"]["extra_index_urls"] == ["http://localhost:9/extra"]
+        # no file the role wrote holds the token, and pip's environment file is gone
+        assert run("grep -rlF %s %s /etc /var/lib/blackwell-inference || true" % (token, root)).strip() == ""
+        assert sorted(run("ls -A %s/venvs" % root).split()) == sorted([".%s.lock" % m["hash"], m["hash"]])
+        assert token not in run("journalctl --since @%s --no-pager" % since)
+    finally:
+        run("rm -rf " + root)
