@@ -112,6 +112,7 @@ def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(b
             "host_lock",
             "jit_smoke",
             "paths",
+            "secret_file",
             "service_health",
             "service_probe",
             "service_snapshot",
