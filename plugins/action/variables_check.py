@@ -46,7 +46,10 @@ class ActionModule(ActionBase):
         given, unresolved = {}, {}
         for name in sorted(n for n in names if n in task_vars):
             try:
-                given[name] = self._templar.template(task_vars[name])
+                value = self._templar.template(task_vars[name])
+                if isinstance(value, str) and "{{" in value:
+                    raise AnsibleError("a template that did not render")
+                given[name] = value
             except AnsibleError as exc:
                 unresolved[name] = str(exc).splitlines()[0][:200]
         facts = (task_vars.get("ansible_facts") or {}) if args.get("host", True) else None

@@ -17,8 +17,8 @@ description:
   - C(playbooks/site.yml) runs it once for all three roles before the play's lock and the first role (C(host=false) - a
     run on one host gathers its facts with the lock); each role's checks then judge the host, and check their own
     variables when that did not happen (a role used on its own, a tag selection without it).
-  - A variable whose template cannot be worked out is named only when nothing else is refused (a wrong variable it
-    derives from is the refusal then).
+  - A variable whose template cannot be worked out is left to the task that uses it (a wrong variable it derives from
+    is refused there, or here, by its own name).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:

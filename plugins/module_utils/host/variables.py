@@ -66,8 +66,8 @@ def check(facts, specs, given, extra_services=True, unresolved=None):
     roles to check (in ROLES' order); given: every variable that is set, by name (the roles' and sglang_venv_root, the
     venv root the service's cache directory stays out of); extra_services: whether sglang_service_extra_services is
     checked (the first service's run: yes; a further service's own run: no); unresolved: {name: why} for the variables
-    whose templates could not be worked out - named only when nothing else is refused (a wrong variable they derive
-    from is the refusal then)."""
+    whose templates could not be worked out - left to the task that uses them (a wrong variable they derive from is
+    refused there, or here, by its own name)."""
     host = (platform.refusal(facts) or "") if facts is not None else ""
     refusals = []
     for role in (r for r in ROLES if r in specs):
@@ -84,8 +84,10 @@ def check(facts, specs, given, extra_services=True, unresolved=None):
             v["sglang_venv_root"] = venv_root(given, v)
             v["extras_error"] = extras_error(v) if extra_services else None
         refusals += [m for m in RULES[role](v) if not any(m.startswith(n + ":") or m.startswith(n + " ") for n in bad)]
-    if not refusals and unresolved:
-        refusals = ["%s: cannot be worked out (%s)." % (name, why) for name, why in sorted(unresolved.items())]
+    # a variable whose template could not be worked out is left to the task that uses it (a wrong variable it derives
+    # from is refused there, or above, by its own name); the rules saw its default in its place
+    skip = tuple(unresolved or ())
+    refusals = [m for m in refusals if not any(m.startswith(n + ":") or m.startswith(n + " ") for n in skip)]
     return {"host": host, "refusals": refusals}
 
 

@@ -114,11 +114,18 @@ def test_extra_services_are_checked_with_the_first_service_only():
     assert variables.check(FACTS, SPECS, extras, extra_services=False)["refusals"] == []
 
 
-def test_a_template_that_cannot_be_worked_out_is_named_only_when_nothing_else_is_refused():
+def test_a_template_that_cannot_be_worked_out_is_left_to_the_task_that_uses_it():
+    # cuda_toolkit_versions ['13.x'] breaks sglang_service_cuda_home's default: the toolkit's plan refuses it by name
     why = {"sglang_service_cuda_home": "boom"}
-    assert variables.check(FACTS, SPECS, GOOD, unresolved=why)["refusals"] == ["sglang_service_cuda_home: cannot be worked out (boom)."]
-    (msg,) = variables.check(FACTS, SPECS, dict(GOOD, cuda_toolkit_versions={"not": "a list"}), unresolved=why)["refusals"]
+    unset = {k: v for k, v in GOOD.items() if k != "sglang_service_cuda_home"}
+    assert variables.check(FACTS, SPECS, unset, unresolved=why)["refusals"] == []
+    (msg,) = variables.check(FACTS, SPECS, dict(unset, cuda_toolkit_versions={"not": "a list"}), unresolved=why)["refusals"]
     assert "cuda_toolkit_versions" in msg
+
+
+def test_an_empty_interpreter_is_refused_by_name():
+    (msg,) = variables.check(FACTS, SPECS, dict(GOOD, sglang_venv_python=""))["refusals"]
+    assert msg.startswith("sglang_venv_python: ")
 
 
 def test_the_rules_see_the_value_as_written():
