@@ -128,9 +128,10 @@ def test_the_readmes_fleet_steps_run_as_written(fleet, tmp_path):
         for name in names:
             assert re.search(r"^%s\s+:\s+ok=\d+\s+changed=0\s+unreachable=0\s+failed=0" % name, out, re.M), out[-4000:]
 
-    # 1. Install: the collection's tarball built as its comment says, in the project; then both lines as written
+    # 1. Install: the collection's tarball built into dist/ as `make dist` builds it (README step 1), in the project;
+    # then both lines as written
     build = subprocess.run(
-        [os.path.join(os.path.dirname(sys.executable), "ansible-galaxy"), "collection", "build", ROOT, "--output-path", str(project)],
+        [os.path.join(os.path.dirname(sys.executable), "ansible-galaxy"), "collection", "build", ROOT, "--output-path", str(project / "dist")],
         env=env,
         capture_output=True,
         text=True,
