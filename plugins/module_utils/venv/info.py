@@ -205,7 +205,7 @@ def unreadable_markers(local_facts):
     there but names no venv. Sorted names."""
     bad = []
     for name, fact in (local_facts or {}).items():
-        if isinstance(fact, str) and fact.lower().startswith(_FACT_ERRORS) or fact == {}:
+        if (isinstance(fact, str) and fact.lower().startswith(_FACT_ERRORS)) or fact == {}:
             bad.append(name)
             continue
         last_good = fact.get("last_good") if isinstance(fact, dict) else None
@@ -435,7 +435,10 @@ def variable_refusals(v):
             values.to_int(v["sglang_venv_keep"]) >= 2,
             "sglang_venv_keep: >= 2, the current venv counts and a rollback needs the previous one (got %s)." % v["sglang_venv_keep"],
         ),
-        (str(v.get("sglang_venv_python") or "").strip() != "", "sglang_venv_python: an interpreter, a name on PATH or a path (got '%s')." % v.get("sglang_venv_python")),
+        (
+            str(v.get("sglang_venv_python") or "").strip() != "",
+            "sglang_venv_python: an interpreter, a name on PATH or a path (got '%s')." % v.get("sglang_venv_python"),
+        ),
         (values.to_int(v["sglang_venv_build_timeout"]) > 0, "sglang_venv_build_timeout: seconds > 0 (got %s)." % v["sglang_venv_build_timeout"]),
         (
             len(lock_file) > 0 or (len(packages) > 0 and all(_PINNED.match(str(p)) for p in packages)),
