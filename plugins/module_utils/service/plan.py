@@ -83,6 +83,9 @@ def variable_refusals(v):
     env_refusal = environment_refusal(v["sglang_service_environment"])
     # the service user owns it (chown, mode 0750) and its units write there (ReadWritePaths=)
     cache_refusal = owned_paths.service_dir_refusal(v["sglang_service_cache_dir"], v.get("sglang_venv_root"))
+    # the boot units write the textfile there (ReadWritePaths=): the same rules as the cache
+    textfile = v.get("sglang_service_textfile_dir") or ""
+    textfile_refusal = owned_paths.service_dir_refusal(textfile, v.get("sglang_venv_root")) if textfile else ""
     checks = [
         (_match(_UNIT_NAME, name) and not name.endswith(".service"), "sglang_service_name: a unit name without .service (got %s)." % name),
         (
@@ -129,8 +132,8 @@ def variable_refusals(v):
         ),
         (_match("^[a-z][a-z0-9_]*$", v["sglang_service_marker"]), "sglang_service_marker: a lower-case identifier (got %s)." % v["sglang_service_marker"]),
         (
-            str(v.get("sglang_service_textfile_dir") or "") == "" or _match("^/", str(v.get("sglang_service_textfile_dir"))),
-            "sglang_service_textfile_dir: empty (off) or the textfile collector's absolute directory (got %s)." % v.get("sglang_service_textfile_dir"),
+            textfile_refusal == "",
+            "sglang_service_textfile_dir: empty (off) or the textfile collector's directory, in the boot units' ReadWritePaths=: %s." % textfile_refusal,
         ),
         (v.get("extras_error") is None, v.get("extras_error")),
     ]

@@ -52,6 +52,12 @@ BAD = [
     ("sglang_service_textfile_dir", "var/lib/node_exporter"),
     ("sglang_service_textfile_dir", "/var/lib/node_exporter\nExecStartPre=+/bin/id"),
     ("sglang_service_textfile_dir", "/var/lib/../../etc"),
+    # issue 47: a directory the boot units may write is one normalised path, no system directory, not in /etc
+    ("sglang_service_textfile_dir", "/etc"),
+    ("sglang_service_textfile_dir", "/var/lib"),
+    ("sglang_service_textfile_dir", "/etc/node_exporter"),
+    ("sglang_service_textfile_dir", "/srv/t /etc"),
+    ("sglang_service_textfile_dir", "/var/lib/node_exporter/"),
     # issue 45: a control character in anything the role writes into a unit, drop-in or environment file
     ("sglang_service_environment", {"NCCL_DEBUG": "x\rExecStartPre=+/bin/touch /var/tmp/p\r#"}),
     ("sglang_service_environment", {"A": "1\x00"}),
@@ -88,6 +94,9 @@ def test_the_defaults_pass():
     assert sp.variable_refusals(dict(GOOD, sglang_service_mode="dropin", sglang_service_user="root")) == []
     assert sp.variable_refusals(dict(GOOD, sglang_service_model_path="", sglang_service_command=["/usr/bin/server"])) == []
     assert sp.variable_refusals(dict(GOOD, sglang_service_port="8080", sglang_service_arch_list="12.0a 10.0f", sglang_service_sample_request={})) == []
+    # node_exporter's textfile directories as the lab and Debian's package name them
+    for textfile in ("/var/lib/node_exporter/textfile_collector", "/var/lib/prometheus/node-exporter"):
+        assert sp.variable_refusals(dict(GOOD, sglang_service_textfile_dir=textfile)) == []
 
 
 @pytest.mark.parametrize("name, value", BAD)
