@@ -119,6 +119,7 @@ def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(b
             "toolkit_probe",
             "trusted_key",
             "unit_command",
+            "variables_check",
             "venv_probe",
         ]
         and len(filters) >= 14
