@@ -72,6 +72,7 @@ WRONG_VALUES = {
     "sglang_service_sample_timeout": [0],
     "sglang_service_smoke_timeout": [-5],
     "sglang_service_marker": ["Bad-Name"],
+    "sglang_service_textfile_dir": ["var/lib/node_exporter", "/etc"],  # issue 48's textfile, issue 47's rules
     "sglang_service_mode": ["sidecar"],
     "sglang_service_jit_warm": [["decode"]],
 }

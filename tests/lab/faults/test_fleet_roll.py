@@ -193,7 +193,8 @@ def test_a_wrong_variable_on_one_host_stops_the_run_before_any_host_changes(flee
     assert re.search(r"fatal: \[ct202\]: FAILED!.*sglang_service_port: 1-65535 \(got 0\)", out), out[-4000:]
     assert not re.search(r"fatal: \[ct20[01]\]", out), out[-4000:]
     assert set(lines) == {"ct200", "ct201", "ct202"}, out[-3000:]
-    assert re.search(r"  NOT READY +failed at '[^']*Check the variables [^']*': Refused before any change\. sglang_service_port: 1-65535", lines["ct202"])
+    checked = r"  NOT READY +failed at '[^']*Check the host and the variables [^']*': Refused before any change\. "
+    assert re.search(checked + r"sglang_service_port: 1-65535", lines["ct202"])
     for name in ("ct200", "ct201"):
         assert re.search(r"  NOT RUN +the roll stopped before its batch \(after ct202\)$", lines[name]), lines[name]
     assert {h["host"]: h["status"] for h in doc["rows"]} == {"ct200": "NOT RUN", "ct201": "NOT RUN", "ct202": "NOT READY"}
