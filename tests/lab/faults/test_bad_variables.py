@@ -102,6 +102,10 @@ RELATED = {
     "sglang_venv_packages_no_deps": {"sglang_venv_packages", "sglang_venv_lock_file"},
     "sglang_venv_packages": {"sglang_venv_packages_no_deps", "sglang_venv_lock_file"},  # the inventory's no-deps sglang pin is in the bad list too
     "sglang_venv_lock_file": {"sglang_venv_packages", "sglang_venv_packages_no_deps"},  # with an inventory that sets no-deps packages
+    # the service's defaults are made from these roots (<root>/cuda-13.0, <root>/current), and its directories are
+    # judged against the venv root: a wrong root makes them wrong too, each named with its own rule
+    "cuda_toolkit_root": {"sglang_service_cuda_home"},
+    "sglang_venv_root": {"sglang_service_venv", "sglang_service_cache_dir", "sglang_service_textfile_dir"},
 }
 
 
