@@ -57,16 +57,9 @@ def lab_key_without_keyring(run):
 
 def armor(data):
     """An ASCII-armored public key block (RFC 4880 section 6: base64, CRC-24), as NVIDIA publishes 3bf863cc.pub."""
-    crc = 0xB704CE
-    for byte in data:
-        crc ^= byte << 16
-        for _bit in range(8):
-            crc <<= 1
-            if crc & 0x1000000:
-                crc ^= 0x1864CFB
     text = base64.b64encode(data).decode()
     lines = [text[i : i + 64] for i in range(0, len(text), 64)]
-    checksum = base64.b64encode((crc & 0xFFFFFF).to_bytes(3, "big")).decode()
+    checksum = base64.b64encode(openpgp.crc24(data).to_bytes(3, "big")).decode()
     return "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n%s\n=%s\n-----END PGP PUBLIC KEY BLOCK-----\n" % ("\n".join(lines), checksum)
 
 
