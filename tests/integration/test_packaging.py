@@ -88,6 +88,24 @@ def test_tarball_leaves_out_what_does_not_run_from_an_installed_collection(built
     assert "inventories/example/ansible.cfg" in names and "docs/operations.md" in names
 
 
+def test_every_relative_link_of_the_shipped_docs_resolves_inside_the_tarball(built):
+    """A README or doc in the tarball links only to what the tarball holds (the lab's docs stay in the checkout, so the
+    shipped ones name them without a link)."""
+    with tarfile.open(built["tarball"]) as tar:
+        names = set(tar.getnames())
+        docs = {n: tar.extractfile(n).read().decode() for n in names if n.endswith(".md")}
+    assert "README.md" in docs and "docs/operations.md" in docs
+    broken = []
+    for name, text in docs.items():
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue  # a web address, an anchor in the same page
+            path = os.path.normpath(os.path.join(os.path.dirname(name), target.split("#", 1)[0]))
+            if path not in names and not any(n.startswith(path + "/") for n in names):
+                broken.append((name, target))
+    assert not broken, broken
+
+
 def test_make_dist_builds_the_tarball_the_readme_installs(built):
     """`make dist` (the fixture ran it) writes dist/blackwell-inference-<galaxy.yml's version>.tar.gz with
     ansible-galaxy, the file the README's first step installs."""
