@@ -4,7 +4,7 @@
 as `reading`) is returned, facts included, without a call to the host; otherwise the module reads. Given `validator`,
 it also returns the boot validator's files (`validator_paths`): this collection's module_utils the validator imports,
 read from the collection itself, as entries of the paths module. Given `plan`, it returns the preflight's plan worked out
-from that reading (module_utils/service/plan.py preflight) beside it."""
+from that reading (module_utils/service/plan.py probe_plan) beside it."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def validator_paths(spec):
 
 def preflight_plan(reading, options):
     """The service role's preflight plan from the probe's reading (its facts and unit) and the role's variables
-    (options: module_utils/service/plan.py preflight's, by name). Raises ValueError for a plan they cannot make."""
-    return service_plan.preflight(reading.get("blackwell_cuda") or {}, unit=reading.get("unit"), **options)
+    (options: module_utils/service/plan.py probe_plan's, by name). Raises ValueError for a plan they cannot make."""
+    return service_plan.probe_plan(reading.get("blackwell_cuda") or {}, unit=reading.get("unit"), **options)
 
 
 class ActionModule(ActionBase):

@@ -5,13 +5,7 @@ from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter). Each imports its
 # module_utils when called (plugin_utils/filters.py): ansible-core imports this file in every task that looks up a filter.
-from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import call, module
-
-
-def device_refusal(blackwell_cuda, source="/proc/devices", uvm_loaded=False):
-    """'' when the units' DeviceAllow= rules would let CUDA open the GPUs nvidia-smi answers with; else why not."""
-    facts = blackwell_cuda or {}
-    return module("cuda.devices").refusal(facts.get("device_majors"), bool(facts.get("gpus")), source=source, uvm_loaded=bool(uvm_loaded)) or ""
+from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import call
 
 
 class FilterModule:
@@ -23,7 +17,6 @@ class FilterModule:
             "sglang_service_summary": call("service.plan", "summary"),
             "sglang_service_fingerprint_checksums": call("service.plan", "fingerprint_checksums"),
             "sglang_service_fingerprint": call("service.plan", "fingerprint"),
-            "sglang_service_extra_services": call("service.list", "extra_services"),
             # READY (module_utils/service/ready.py)
             "sglang_service_verdict": call("service.ready", "smoke_verdict"),
             "sglang_service_revalidation": call("service.ready", "revalidation"),
@@ -36,6 +29,4 @@ class FilterModule:
             # the rollback and the last good state
             "sglang_service_rollback_outcome": call("service.settings", "rollback_outcome"),
             "sglang_service_last_good_policy": call("service.settings", "last_good_policy"),
-            # the units' GPU device rules against the host's
-            "sglang_service_device_refusal": device_refusal,
         }

@@ -101,7 +101,10 @@ options:
       - The role's variables the plan needs, by name - C(cuda_home), C(venv), C(cache_dir), C(arch_list), C(build_log)
         (C(sglang_service_jit_build_log)), C(ld_library_path), C(extra) (C(sglang_service_environment)), C(check_mode),
         C(checked) (the unit as site.yml's check play read it, used when O(unit) is null), C(mode), C(name), C(user),
-        C(health_path), C(sample_path) and C(sample_request).
+        C(health_path), C(sample_path) and C(sample_request); C(proc_devices) (where the NVIDIA majors were read
+        from, named in a device refusal), C(extra_services) (C(sglang_service_extra_services), or C([]) for none) and
+        C(primary) (the first service's C(name), C(mode), C(venv), C(environment), C(model_path), C(port), C(args),
+        C(command) and C(marker), which they are resolved against).
       - A plan the variables cannot make (C(extra) sets a key the plan derives) fails the task, naming the variable.
     type: dict
 extends_documentation_fragment:
@@ -142,7 +145,7 @@ validator_paths:
   elements: dict
 plan:
   description:
-    - With O(plan), the preflight's plan (module_utils/service/plan.py preflight). From the unit (O(unit)'s reading,
+    - With O(plan), the preflight's plan (module_utils/service/plan.py probe_plan). From the unit (O(unit)'s reading,
       else O(plan)'s C(checked)) - C(unit) (the reading that counts), C(dropin_refusal) (C('') for none), C(run_user),
       C(health_url), C(sample_url) (C('') without a sampled request) and C(device_allow) (the units' C(DeviceAllow=)
       rules).
@@ -151,6 +154,9 @@ plan:
       C(arch_source), C(env), C(venv_target), C(versions) (the venv's packages), C(toolkit) (C(cuda_home),
       C(cuda_version)), C(foreign) (another file of the unit that overrides the role's environment or command, or
       null) and C(effective_env) (C(env) with what the unit's other files add).
+    - C(device_refusal) - C(read) (why the units' C(DeviceAllow=) rules would deny the GPUs nvidia-smi answers with,
+      as the majors were read) and C(uvm_loaded) (the same once C(nvidia-uvm) was loaded since), each C('') for none;
+      C(extra_services) - the further services, each resolved against O(plan)'s C(primary) (C([]) without it).
   returned: when O(plan) is given
   type: dict
 marker:

@@ -350,6 +350,29 @@ def preflight(facts, cuda_home, venv, cache_dir, arch_list="", build_log="", ld_
     return dict(got, **plan(facts, cuda_home, venv, cache_dir, arch_list, build_log, ld_library_path, extra, check_mode, got["unit"], kw.get("mode")))
 
 
+def device_refusals(facts, source=devices.PROC_DEVICES):
+    """The units' DeviceAllow= rules against the GPUs nvidia-smi answers with (facts: blackwell_cuda, its gpus and
+    device_majors; devices.refusal): {"read": why the host is refused as it was read, "uvm_loaded": the same once the
+    role loaded nvidia-uvm since}, each '' when it is not refused."""
+    facts = facts or {}
+    majors, gpus = facts.get("device_majors"), bool(facts.get("gpus"))
+    return {
+        "read": devices.refusal(majors, gpus, source=source) or "",
+        "uvm_loaded": devices.refusal(majors, gpus, source=source, uvm_loaded=True) or "",
+    }
+
+
+def probe_plan(facts, unit=None, proc_devices=devices.PROC_DEVICES, extra_services=None, primary=None, **options):
+    """The service probe's plan (its action, on the controller): preflight's, and what else follows from the reading
+    and the role's variables alone: `device_refusal` (device_refusals, with the path the majors were read from) and
+    `extra_services` (sglang_service_extra_services resolved against primary, the first service's variables:
+    service/list.py extra_services' services; [] for a further service's own run, which gives none)."""
+    out = preflight(facts, unit=unit, **options)
+    out["device_refusal"] = device_refusals(facts, proc_devices)
+    out["extra_services"] = service_list.extra_services(extra_services, primary)["services"] if primary else []
+    return out
+
+
 def files(planned, probe, entries, mode, secrets=False, boot_validation=True):
     """Which of the role's paths this run writes, and whether tasks/files.yml has anything to do, from the preflight's
     probe. entries: the role's paths as the paths module takes them, rendered (vars/main.yml __sglang_service_paths):

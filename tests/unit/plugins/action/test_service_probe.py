@@ -9,6 +9,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.blackwell.inference.plugins.action import service_probe
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices
+from ansible_collections.blackwell.inference.plugins.module_utils.service import list as service_list
 from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
 from ansible_collections.blackwell.inference.plugins.module_utils.service import unit
 
@@ -56,7 +57,8 @@ def test_the_plan_comes_with_the_reading_and_is_never_sent(monkeypatch):
     got, asked = run_action(monkeypatch, {"marker": "/m", "unit": {"unit": "sglang.service"}, "plan": OPTIONS}, reading)
     assert "plan" not in asked and asked["marker"] == "/m"
     want = service_plan.preflight(cuda_facts(), unit=LOADED, **OPTIONS)
-    assert got["plan"] == want and got["marker"] == {}
+    assert got["plan"] == service_plan.probe_plan(cuda_facts(), unit=LOADED, **OPTIONS) and got["marker"] == {}
+    assert {k: got["plan"][k] for k in want} == want
     assert want["error"] is None and want["archs"] == "12.0a" and want["run_user"] == "sglang"
     assert want["health_url"] == "http://127.0.0.1:30000/health" and want["device_allow"] == devices.allow_entries("rw")
 
@@ -91,3 +93,51 @@ def test_the_drop_in_refusal_is_the_units(mode, load_state, refused):
             "sglang_service_mode=dropin needs an existing sglang-k26.service (sglang_service_name); systemd says: "
             "LoadState=not-found. Use sglang_service_mode=unit to let the role own the unit."
         )
+
+
+PRIMARY = {
+    "name": "sglang",
+    "mode": "unit",
+    "venv": "/opt/sglang/current",
+    "environment": {},
+    "model_path": "/models/m",
+    "port": 30000,
+    "args": [],
+    "command": [],
+    "marker": "blackwell_inference",
+}
+
+
+def test_the_plan_resolves_the_further_services_against_the_first(monkeypatch):
+    # what the sglang_service_extra_services filter did in vars/main.yml (module_utils/service/list.py extra_services)
+    extras = [{"name": "sglang-eagle3", "mode": "dropin", "gpus": "4,5,6,7"}]
+    options = dict(OPTIONS, extra_services=extras, primary=PRIMARY)
+    got, _asked = run_action(monkeypatch, {"plan": options}, {"blackwell_cuda": cuda_facts(), "unit": LOADED})
+    assert got["plan"]["extra_services"] == service_list.extra_services(extras, PRIMARY)["services"]
+    assert [s["name"] for s in got["plan"]["extra_services"]] == ["sglang-eagle3"]
+    assert got["plan"]["extra_services"][0]["environment"]["CUDA_VISIBLE_DEVICES"] == "4,5,6,7"
+    # a further service's own run gives none (tasks/facts.yml: it does not loop again)
+    got, _asked = run_action(monkeypatch, {"plan": dict(OPTIONS, extra_services=[], primary=PRIMARY)}, {"blackwell_cuda": cuda_facts(), "unit": LOADED})
+    assert got["plan"]["extra_services"] == []
+    got, _asked = run_action(monkeypatch, {"plan": OPTIONS}, {"blackwell_cuda": cuda_facts(), "unit": LOADED})
+    assert got["plan"]["extra_services"] == []
+
+
+@pytest.mark.parametrize(
+    "majors,read,loaded",
+    [
+        ({"nvidia": 195, "nvidiactl": 195, "nvidia-uvm": 509}, "", ""),
+        ({"nvidia": 195, "nvidiactl": 195}, "has no nvidia-uvm", ""),
+        ({}, "no nvidia entries", "no nvidia entries"),
+        (None, "cannot be read", "cannot be read"),
+    ],
+)
+def test_the_plan_judges_the_units_device_rules_as_read_and_once_uvm_is_loaded(monkeypatch, majors, read, loaded):
+    facts = dict(cuda_facts(), gpus=[{"index": 0}], device_majors=majors)
+    options = dict(OPTIONS, proc_devices="/run/devices")
+    got, _asked = run_action(monkeypatch, {"plan": options}, {"blackwell_cuda": facts, "unit": LOADED})
+    refusal = got["plan"]["device_refusal"]
+    assert (refusal["read"] == "") is (read == "") and read in refusal["read"]
+    assert (refusal["uvm_loaded"] == "") is (loaded == "") and loaded in refusal["uvm_loaded"]
+    assert all("/run/devices" in v for v in refusal.values() if v)
+    assert refusal["read"] == (devices.refusal(majors, True, source="/run/devices") or "")

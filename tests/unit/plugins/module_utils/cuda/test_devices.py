@@ -7,7 +7,6 @@ import re
 import jinja2
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.filter import sglang_service as service_filters
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as sd
 from ansible_collections.blackwell.inference.plugins.module_utils.host import measure as cuda_measure
 from ansible_collections.blackwell.inference.plugins.module_utils.service import plan as service_plan
@@ -180,11 +179,15 @@ def test_the_lab_doubles_table_passes_the_preflight():
     assert sd.denied(sd.allow_entries(), text, GPUS) == []
 
 
-def test_refusal_filter_reads_the_facts():
+def test_the_service_plans_refusal_reads_the_facts():
+    # the service probe's plan (module_utils/service/plan.py device_refusals): as read, and once nvidia-uvm was loaded
     facts = {"gpus": [{"index": 0}], "device_majors": {}}
-    assert "no nvidia entries" in service_filters.device_refusal(facts, "/proc/devices")
-    assert service_filters.device_refusal(dict(facts, device_majors=sd.nvidia_majors(R580))) == ""
-    assert service_filters.device_refusal({"gpus": [], "device_majors": None}) == ""
+    assert "no nvidia entries" in service_plan.device_refusals(facts, "/proc/devices")["read"]
+    assert service_plan.device_refusals(dict(facts, device_majors=sd.nvidia_majors(R580))) == {"read": "", "uvm_loaded": ""}
+    assert service_plan.device_refusals({"gpus": [], "device_majors": None}) == {"read": "", "uvm_loaded": ""}
+    without_uvm = {k: v for k, v in sd.nvidia_majors(R580).items() if k != "nvidia-uvm"}
+    got = service_plan.device_refusals(dict(facts, device_majors=without_uvm), "/tmp/devices")
+    assert got["read"].startswith("nvidia-smi answers with GPUs but /tmp/devices has no nvidia-uvm") and got["uvm_loaded"] == ""
 
 
 def test_facts_read_the_table_once_from_the_given_path(tmp_path):
