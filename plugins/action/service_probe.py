@@ -17,7 +17,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils.service import
 from ansible_collections.blackwell.inference.plugins.plugin_utils import lock_reading
 
 # the options host_lock's read.service is given (module_utils/host/service_read.py PARAMS)
-OPTIONS = ("marker", "cuda_home", "jit_dir", "snapshot_store", "unit", "facts", "summary_facts", "health", "observe")
+OPTIONS = ("marker", "cuda_home", "jit_dir", "snapshot_store", "unit", "facts", "summary_facts", "health", "observe", "keyed")
 # this collection's plugins/ directory; a validator file named ansible_collections/blackwell/inference/plugins/X is X here
 PLUGINS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = "ansible_collections/blackwell/inference/plugins/"

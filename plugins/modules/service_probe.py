@@ -61,6 +61,12 @@ options:
     type: list
     elements: str
     default: []
+  keyed:
+    description:
+      - The secret files among O(observe) - C(paths) - are returned with an HMAC-SHA256 of their sha256 under the host's
+        key C(key) (a root-only 0600 file of random bytes; made when absent and C(create) is true) in place of their
+        sha256, so that nothing shown or written lets a guess at the secret be tested. Omitted, every sha256 is plain.
+    type: dict
   facts:
     description:
       - Gather C(blackwell_cuda) too, with these options of M(blackwell.inference.cuda_facts) (C(nvidia_smi),
@@ -243,6 +249,7 @@ def run_module():
             summary_facts=dict(type="dict"),
             health=dict(type="dict"),
             observe=dict(type="list", elements="str", default=[]),
+            keyed=dict(type="dict"),
             reading=dict(type="dict"),  # the action's (plugins/action/service_probe.py)
             validator=dict(type="dict"),  # the action's, never sent
             plan=dict(type="dict"),  # the action's, never sent

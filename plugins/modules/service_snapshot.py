@@ -56,6 +56,13 @@ options:
     description: With O(state=saved), leave an existing snapshot as it is (adopting the state of a host once).
     type: bool
     default: false
+  keyed:
+    description:
+      - The secret files among O(files) - C(paths) - and the host's digest key C(key) (a root-only file, read, never
+        made here). Whatever this module returns shows such a file's content only as an HMAC-SHA256 of its sha256 under
+        the key (C(hmac-sha256:no-key) while there is none), never as its sha256. The snapshot itself keeps the sha256 in
+        its root-only directory.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
@@ -107,7 +114,7 @@ errors:
   type: list
   elements: str
 checksums:
-  description: sha256 of each file now (null when absent), for fingerprints.
+  description: sha256 of each file now (null when absent; a secret file of O(keyed) by its keyed digest), for fingerprints.
   returned: always
   type: dict
 """
@@ -121,6 +128,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.blackwell.inference.plugins.module_utils.common import secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.service import snapshot as snap
 
 
@@ -252,7 +260,7 @@ def save(store, files, link, link_target, now):
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _restore_file(manifest, path, data):
+def _restore_file(manifest, path, data, secret=False):
     """The snapshot's copy of path put back: a temporary file beside path, created 0600, given the final mode and owner,
     the blob's bytes checked against the manifest's sha256 before it replaces path."""
     directory = os.path.dirname(path)
@@ -262,6 +270,8 @@ def _restore_file(manifest, path, data):
         os.unlink(tmp)
     try:
         digest = _write_new(tmp, _chunks(os.path.join(manifest["dir"], data["blob"])), data["mode"], data["uid"], data["gid"])
+        if digest != data["sha256"] and secret:
+            raise ValueError("the snapshot's copy %s is damaged (its sha256 is not the manifest's)" % data["blob"])
         if digest != data["sha256"]:
             raise ValueError("the snapshot's copy %s is damaged (sha256 %s, the manifest says %s)" % (data["blob"], digest[:12], str(data["sha256"])[:12]))
         os.replace(tmp, path)
@@ -272,7 +282,7 @@ def _restore_file(manifest, path, data):
     fsync_dir(directory)
 
 
-def restore(manifest, steps):
+def restore(manifest, steps, secret=()):
     """Every step is tried, in order, even after one fails. Returns (done, errors): what was put back, and one line
     per step that failed ("write PATH: why")."""
     done, errors = [], []
@@ -280,7 +290,7 @@ def restore(manifest, steps):
         what = "%s %s%s" % (action, path, " -> " + data if action == "link" else "")
         try:
             if action == "write":
-                _restore_file(manifest, path, data)
+                _restore_file(manifest, path, data, path in secret)
             elif action == "remove":
                 os.unlink(path)
                 fsync_dir(os.path.dirname(path))
@@ -307,18 +317,30 @@ def main():
             "link_target": {"type": "str"},
             "state": {"type": "str", "choices": ["inspect", "saved", "restored"], "default": "inspect"},
             "keep_existing": {"type": "bool", "default": False},
+            "keyed": {"type": "dict"},
         },
         supports_check_mode=True,
     )
     p = module.params
     store = p["store"].rstrip("/")
+    keyed = p["keyed"] or {}
+    secret = [os.path.normpath(str(x)) for x in keyed.get("paths") or []]
     try:
+        key = secrets.digest_key(str(keyed["key"])) if secret and keyed.get("key") else None
         current = host_state(p["files"], p["link"])
         manifest = read_snapshot(store)
     except (OSError, ValueError) as exc:
         module.fail_json(msg="cannot read the service's state or its snapshot in %s: %s" % (store, exc))
-    diffs = snap.differences(current, manifest) if manifest else []
-    result = {"changed": False, "snapshot": manifest, "differences": diffs, "restored": [], "errors": []}
+
+    def shown(state):
+        """A state or manifest as it may be returned: the secret files' sha256 keyed."""
+        return snap.keyed_view(state, secret, lambda sha: secrets.keyed(key, sha))
+
+    def differences(now, good):
+        return snap.differences(shown(now), shown(good))
+
+    diffs = differences(current, manifest) if manifest else []
+    result = {"changed": False, "snapshot": shown(manifest), "differences": diffs, "restored": [], "errors": []}
 
     if p["state"] == "saved":
         target = p["link_target"] or (current["link"] or {}).get("target")
@@ -329,7 +351,7 @@ def main():
                 now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
                 try:
                     save(store, p["files"], p["link"], target, now)
-                    result["snapshot"] = read_snapshot(store)
+                    result["snapshot"] = shown(read_snapshot(store))
                 except (OSError, ValueError) as exc:
                     module.fail_json(msg="cannot save the snapshot in %s: %s" % (store, exc), **result)
     elif p["state"] == "restored" and manifest is not None:
@@ -337,23 +359,23 @@ def main():
         result["changed"] = bool(steps)
         result["restored"] = ["%s %s" % (step[0], step[1]) for step in steps]
         if steps and not module.check_mode:
-            result["restored"], result["errors"] = restore(manifest, steps)
+            result["restored"], result["errors"] = restore(manifest, steps, secret)
             try:
                 current = host_state(p["files"], p["link"])
             except (OSError, ValueError) as exc:
                 module.fail_json(msg="cannot read the service's state after the restore: %s" % exc, **result)
             if result["errors"]:
-                result.update(current=current, left=snap.differences(current, manifest))
+                result.update(current=shown(current), left=differences(current, manifest))
                 module.fail_json(
                     msg="could not put back %d of the %d differing files and links of the snapshot of %s (the others were): %s"
                     % (len(result["errors"]), len(steps), manifest.get("time"), "; ".join(result["errors"])),
                     **result,
                 )
-            left = snap.differences(current, manifest)
+            left = differences(current, manifest)
             if left:
                 module.fail_json(msg="the host still differs from the snapshot after the restore", left=left, **result)
-    result["current"] = current
-    result["checksums"] = {path: e.get("sha256") for path, e in current["files"].items()}
+    result["current"] = shown(current)
+    result["checksums"] = {path: e.get("sha256") for path, e in result["current"]["files"].items()}
     module.exit_json(**result)
 
 

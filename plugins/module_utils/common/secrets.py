@@ -6,10 +6,17 @@ everyone can read.
 What every user may read - argv (ps), a 0644 file, the marker, a plan the play prints - gets the URL without its
 credentials (redact). The credentials go only into files created 0600 by the secret_file module: apt's
 auth.conf.d (netrc: apt_logins) and the environment pip runs with (env_file: PIP_INDEX_URL, PIP_EXTRA_INDEX_URL and
-the proxies, which pip reads as its --index-url, --extra-index-url and proxies)."""
+the proxies, which pip reads as its --index-url, --extra-index-url and proxies).
+
+A secret file's checksum is never shown as it is (a sha256 lets anyone who reads it test guesses): what the role
+reports and fingerprints in its place is an HMAC-SHA256 under a random key of the host's, root's alone (keyed)."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
+import os
 import re
 import shlex
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -114,3 +121,57 @@ def no_proxy_refusal(name, value):
     if all(h.strip() and not any(c.isspace() or c in "\"';" for c in h.strip()) for h in value.split(",")) or value == "":
         return None
     return "%s: host names, domains or addresses separated by commas, as the no_proxy environment variable (got %s)." % (name, value)
+
+
+KEY_BYTES = 32
+KEYED_PREFIX = "hmac-sha256:"
+# in place of a keyed digest while the host has no key yet (a check-mode run before the first real one)
+UNKEYED = KEYED_PREFIX + "no-key"
+
+
+def digest_key(path, create=False):
+    """The host's key for the digests of secret files (bytes), read from path; None when it is absent and not create.
+    Created once from os.urandom: written 0600 to a temporary file and linked into place (never there half-written or
+    wider, and a second creator keeps the first one's key). A file that is no key of KEY_BYTES is refused."""
+    try:
+        with open(path, "rb") as fh:
+            key = fh.read()
+    except FileNotFoundError:
+        if not create:
+            return None
+        os.makedirs(os.path.dirname(path) or ".", mode=0o755, exist_ok=True)
+        tmp = "%s.%d.tmp" % (path, os.getpid())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(os.urandom(KEY_BYTES))
+                fh.flush()
+                os.fsync(fh.fileno())
+            with contextlib.suppress(FileExistsError):  # made meanwhile: that key stands
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+        return digest_key(path)
+    if len(key) != KEY_BYTES:
+        raise ValueError("%s is not a digest key (%d bytes, not %d): remove it and a new one is made" % (path, len(key), KEY_BYTES))
+    return key
+
+
+def keyed(key, sha256):
+    """What may be shown in place of a secret file's sha256 (hex): HMAC-SHA256 of it under the host's key, prefixed
+    KEYED_PREFIX; UNKEYED without a key; None (absent) stays None."""
+    if sha256 is None:
+        return None
+    if key is None:
+        return UNKEYED
+    return KEYED_PREFIX + hmac.new(key, str(sha256).encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def keyed_observations(observed, paths, key):
+    """files.observe_all's map with the sha256 of each of `paths` (a file) replaced by keyed()."""
+    wanted = {os.path.normpath(str(p)) for p in paths or []}
+    out = {}
+    for path, seen in (observed or {}).items():
+        secret = os.path.normpath(path) in wanted and seen.get("sha256")
+        out[path] = dict(seen, sha256=keyed(key, seen["sha256"])) if secret else seen
+    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import pwd
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, files
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, files, secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.host import measure as cuda_measure
 from ansible_collections.blackwell.inference.plugins.module_utils.service import health as health_logic
 from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
@@ -23,7 +23,9 @@ FACTS_OPTIONS = ("nvidia_smi", "environment", "venv", "venv_optional", "toolkit_
 SUMMARY_FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
 HEALTH_OPTIONS = ("path", "sample_path", "listen", "sample_body", "unit", "venv", "request_timeout", "sample_timeout")
 # the options of a reading; the first three are required, the others may be absent or null (not read)
-PARAMS = ("marker", "cuda_home", "jit_dir", "snapshot_store", "unit", "facts", "summary_facts", "health", "observe")
+PARAMS = ("marker", "cuda_home", "jit_dir", "snapshot_store", "unit", "facts", "summary_facts", "health", "observe", "keyed")
+# keyed: {key (the host's digest key file), paths (secret files among observe), create (make the key when absent)}
+KEYED_OPTIONS = ("key", "paths", "create")
 
 
 class ReadError(cuda_measure.MeasureError):
@@ -68,10 +70,25 @@ def read(module, run, p):
         nvcc={"path": nvcc, "exists": os.path.exists(nvcc)},
         gone_venv_links=service_probe.gone_venv_links(p["jit_dir"]),
         snapshot=snapshot,
-        observed=files.observe_all(p["observe"]),
+        observed=observe(p["observe"], p["keyed"], module.boolean),
         commands_run=list(run.calls),
         **out,
     )
+
+
+def observe(patterns, keyed, boolean):
+    """files.observe_all of patterns; the secret files of `keyed` with their keyed digest instead of their sha256."""
+    observed = files.observe_all(patterns)
+    if not keyed:
+        return observed
+    kw = options("keyed", keyed, KEYED_OPTIONS)
+    if not kw.get("key"):
+        raise ReadError("keyed: needs key (the host's digest key file)")
+    try:
+        key = secrets.digest_key(str(kw["key"]), boolean(kw.get("create", False)))
+    except (OSError, ValueError) as exc:
+        raise ReadError("keyed: %s" % exc) from exc
+    return secrets.keyed_observations(observed, [str(x) for x in kw.get("paths") or []], key)
 
 
 def options(name, given, known):

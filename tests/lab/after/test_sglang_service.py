@@ -227,6 +227,14 @@ def test_secrets_go_to_a_0600_file_and_never_to_the_output(host, run):
         assert "EnvironmentFile=/etc/blackwell-inference/sglang-k26.secrets.env" in host.file(DROPIN).content_string
         assert secret not in run("systemctl show -p Environment " + UNIT)  # not in the public environment
         assert health(run)["environment"]["FLASHINFER_CUDA_ARCH_LIST"] == "12.0a"
+        # issue 47: no digest of the secret anyone could test guesses against, neither in the output nor in a file
+        # others may read (the marker, the textfile, validate.json, ...); the marker vouches for it by its keyed digest
+        plain = hashlib.sha256(f.content).hexdigest()
+        assert plain[:16] not in out
+        readable = "find /etc /var/lib /usr/local/libexec -xdev -type f -perm -o=r -exec grep -l -F %s {} + || true"
+        assert run(readable % plain[:16]).strip() == ""
+        assert "hmac-sha256:" in run("cat " + MARKER) and host.file("/var/lib/blackwell-inference/digest.key").mode == 0o600
+        assert host.file("/etc/blackwell-inference/sglang-k26-validate.json").mode == 0o600
     finally:
         rc, out, _recap = playbook()
         assert rc == 0, out[-4000:]

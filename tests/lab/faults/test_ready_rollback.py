@@ -127,6 +127,23 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     assert run("ls /var/cache/sglang/jit").split() == [os.path.basename(good)]
     assert run("test -e %s/.cache/flashinfer/0.7.4/120a/cached_ops/sampling/sampling.so && echo warm" % ws_good).strip() == "warm"
     # (a rerun of a host marked not ready revalidates and is READY: test_play_killed_after_the_restart_then_the_next_run_is_ready)
+    # issue 47 item 3: sglang_venv_root through a symlink (the same venvs, listed as /srv/sglang-link/venvs/x, while
+    # current and the marker's last good name /opt/sglang/venvs/x), and a new pin D (C's, without bytecode: another
+    # hash, a quick build), keep 2: D and the last good one stay, C goes (the old prune kept D and C and removed the
+    # last good venv, named by its real path)
+    run("ln -sfn /opt/sglang /srv/sglang-link")
+    (c_name,) = set(left) - {os.path.basename(good)}
+    rc, out, _recap = playbook("--tags", "sglang_venv", extra_vars=dict(pins_c, sglang_venv_bytecode=False, sglang_venv_root="/srv/sglang-link"))
+    assert rc == 0 and run("readlink /opt/sglang/current").strip().startswith("/srv/sglang-link/venvs/"), out[-4000:]
+    linked = run("ls /opt/sglang/venvs").split()
+    assert os.path.basename(good) in linked and c_name not in linked and len(linked) == 2, (left, linked)
+    nothing_lost(run, m0["last_good"])
+    # a later failed run (the lab's venv again, the refused flag) still rolls back onto the last good venv, which answers
+    rc, out, _recap = playbook("--tags", "sglang_venv,sglang_service", extra_vars=BAD_FLAG)
+    no_traceback(out)
+    flat = " ".join(out.split())
+    assert rc != 0 and "restored the last good state of" in out and "the previous service answers again" in flat, out[-4000:]
+    assert run("readlink -f /opt/sglang/current").strip() == good and serving(run)
 
 
 def test_smoke_failure_with_changed_units_leaves_every_file_byte_identical(run):

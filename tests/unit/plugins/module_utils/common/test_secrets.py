@@ -1,6 +1,9 @@
 """Credentials in URLs (module_utils/common/secrets.py): what world-readable places get (the URL without them), and
 what goes to the 0600 files only (apt's auth.conf.d logins, pip's environment)."""
 
+import hashlib
+import hmac
+import os
 import subprocess
 
 import pytest
@@ -115,3 +118,56 @@ def test_a_refused_proxy_is_shown_without_its_credentials():
 @pytest.mark.parametrize("value, ok", [("", True), ("localhost,127.0.0.1,.lan", True), ("a, b", True), ("a b", False), ("a,,b", False), ('a"', False)])
 def test_no_proxy_refusal(value, ok):
     assert (secrets.no_proxy_refusal("sglang_venv_no_proxy", value) is None) is ok
+
+
+def test_the_digest_key_is_made_once_random_and_0600_from_the_start(tmp_path, monkeypatch):
+    path = tmp_path / "state" / "digest.key"
+    assert secrets.digest_key(str(path)) is None and not path.exists()  # read only: nothing made
+    made = []
+    real_open = secrets.os.open
+    monkeypatch.setattr(secrets.os, "open", lambda p, flags, mode=0o777: made.append(mode) or real_open(p, flags, mode))
+    old = os.umask(0)  # the mode given at creation is all there is: never widened, never narrowed afterwards
+    try:
+        key = secrets.digest_key(str(path), create=True)
+    finally:
+        os.umask(old)
+    assert made == [0o600] and len(key) == secrets.KEY_BYTES and oct(path.stat().st_mode & 0o777) == "0o600"
+    assert secrets.digest_key(str(path), create=True) == key == secrets.digest_key(str(path))  # made once
+    assert os.listdir(path.parent) == ["digest.key"]  # no temporary file left
+    assert secrets.digest_key(str(tmp_path / "other.key"), create=True) != key  # random, per host
+    path.write_bytes(b"short")
+    with pytest.raises(ValueError, match="not a digest key"):
+        secrets.digest_key(str(path))
+
+
+@pytest.mark.parametrize(
+    "key, sha256, shown",
+    [
+        (b"k" * 32, None, None),  # an absent file stays absent
+        (None, "a" * 64, secrets.UNKEYED),  # no key yet (check mode before the first run): never the sha256
+    ],
+)
+def test_keyed_without_a_file_or_a_key(key, sha256, shown):
+    assert secrets.keyed(key, sha256) == shown
+
+
+def test_a_keyed_digest_follows_the_content_and_cannot_be_tested_without_the_key():
+    key, other = b"k" * 32, b"o" * 32
+    sha = hashlib.sha256(b'HF_TOKEN="hf_abc"\n').hexdigest()
+    got = secrets.keyed(key, sha)
+    assert got.startswith(secrets.KEYED_PREFIX) and sha not in got
+    assert got == secrets.keyed(key, sha)  # the same secret: the same digest (no revalidation)
+    assert got != secrets.keyed(key, hashlib.sha256(b'HF_TOKEN="hf_abd"\n').hexdigest())  # a changed one revalidates
+    assert got != secrets.keyed(other, sha)  # a guess cannot be tested without the host's key
+    assert got == secrets.KEYED_PREFIX + hmac.new(key, sha.encode(), hashlib.sha256).hexdigest()
+
+
+def test_keyed_observations_change_only_the_secret_files_sha256():
+    seen = {
+        "/etc/x/s.env": {"exists": True, "type": "file", "sha256": "a" * 64, "mode": 0o600},
+        "/etc/x/u.conf": {"exists": True, "type": "file", "sha256": "b" * 64, "mode": 0o644},
+        "/etc/x/gone.env": {"exists": False},
+    }
+    got = secrets.keyed_observations(seen, ["/etc/x//s.env", "/etc/x/gone.env"], b"k" * 32)
+    assert got["/etc/x/s.env"] == dict(seen["/etc/x/s.env"], sha256=secrets.keyed(b"k" * 32, "a" * 64))
+    assert got["/etc/x/u.conf"] == seen["/etc/x/u.conf"] and got["/etc/x/gone.env"] == {"exists": False}

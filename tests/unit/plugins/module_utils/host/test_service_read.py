@@ -1,11 +1,12 @@
 """One reading of what the sglang_service role decides from (service_probe's, and host_lock's read.service)."""
 
+import hashlib
 import json
 import threading
 
 import pytest
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.host import service_read as sr
 
 
@@ -123,3 +124,26 @@ def test_the_facts_fail_the_reading_while_the_look_is_made_beside_them(tmp_path,
     with pytest.raises(sr.ReadError, match="nvidia-smi failed") as err:
         sr.read(Module(), commands.CachingRunner(no_commands), p)
     assert err.value.result == {"rc": 9} and sorted(order) == ["facts", "look"]
+
+
+def test_the_secrets_file_is_observed_by_its_keyed_digest_and_the_key_is_made_on_a_real_run_only(tmp_path):
+    secret, unit, key = tmp_path / "s.secrets.env", tmp_path / "u.conf", tmp_path / "lib" / "digest.key"
+    secret.write_text('HF_TOKEN="hf_x"\n')
+    unit.write_text("[Service]\n")
+    plain = hashlib.sha256(secret.read_bytes()).hexdigest()
+
+    def observed(create):
+        keyed = {"key": str(key), "paths": [str(secret)], "create": create}
+        p = sr.params({"marker": "/m", "cuda_home": "/c", "jit_dir": str(tmp_path / "jit"), "observe": [str(secret), str(unit)], "keyed": keyed})
+        return sr.read(Module(), commands.CachingRunner(no_commands), p)["observed"]
+
+    got = observed(False)  # check mode: no key made, and still no plain digest
+    assert not key.exists() and got[str(secret)]["sha256"] == secrets.UNKEYED
+    got = observed(True)
+    assert oct(key.stat().st_mode & 0o777) == "0o600" and got[str(secret)]["sha256"] == secrets.keyed(key.read_bytes(), plain)
+    assert plain not in json.dumps(got) and got[str(unit)]["sha256"] == hashlib.sha256(b"[Service]\n").hexdigest()
+    assert observed(True) == got  # the same secret: the same digest
+    secret.write_text('HF_TOKEN="hf_y"\n')
+    assert observed(True)[str(secret)]["sha256"] != got[str(secret)]["sha256"]  # a changed one: another
+    with pytest.raises(sr.ReadError, match="keyed: unsupported option"):
+        sr.read(Module(), None, sr.params({"marker": "/m", "cuda_home": "/c", "jit_dir": "/j", "keyed": {"key": str(key), "salt": 1}}))

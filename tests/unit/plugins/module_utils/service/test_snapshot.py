@@ -3,12 +3,14 @@ Also the module's file work (save, restore byte for byte, a save killed between 
 
 import contextlib
 import hashlib
+import json
 import os
 import pathlib
 import shutil
 
 import pytest
 
+from ansible_collections.blackwell.inference.plugins.module_utils.common import secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.service import snapshot as snap
 from ansible_collections.blackwell.inference.plugins.modules import service_snapshot as mod
 
@@ -366,3 +368,56 @@ def test_a_damaged_copy_is_not_written_over_the_file(tmp_path):
     assert done == ["write " + files[0]] and len(errors) == 1 and "is damaged" in errors[0], errors
     assert pathlib.Path(files[1]).read_text() == "HF_TOKEN=2\n" and not os.path.exists(files[1] + ".blackwell-restore")
     assert pathlib.Path(files[0]).read_text() == "[Service]\nEnvironment=A=1\n"
+
+
+class Done(Exception):
+    pass
+
+
+def run_main(monkeypatch, params, check_mode=False):
+    """service_snapshot's main() with these params: (failed, what it returned)."""
+    got = {}
+
+    class Module:
+        def __init__(self, argument_spec, supports_check_mode):
+            self.params = {k: params.get(k, spec.get("default")) for k, spec in argument_spec.items()}
+            self.check_mode = check_mode
+
+        def exit_json(self, **result):
+            got.update(result, failed=False)
+            raise Done
+
+        def fail_json(self, **result):
+            got.update(result, failed=True)
+            raise Done
+
+    monkeypatch.setattr(mod, "AnsibleModule", Module)
+    with pytest.raises(Done):
+        mod.main()
+    return got["failed"], got
+
+
+def test_what_the_module_returns_shows_the_secrets_file_by_its_keyed_digest_only(tmp_path, monkeypatch):
+    files, store = _state(tmp_path)
+    key = tmp_path / "digest.key"
+    keyed = {"key": str(key), "paths": [files[1]]}
+    secrets.digest_key(str(key), create=True)
+    failed, saved = run_main(monkeypatch, {"store": store, "files": files, "state": "saved", "keyed": keyed})
+    assert not failed and saved["changed"]
+    was = [pathlib.Path(f).read_bytes() for f in files]
+    pathlib.Path(files[0]).write_text("[Service]\nEnvironment=A=2\n")
+    pathlib.Path(files[1]).write_text("HF_TOKEN=2\n")
+    plain = {hashlib.sha256(b).hexdigest() for b in (was[1], b"HF_TOKEN=2\n")}
+    failed, seen = run_main(monkeypatch, {"store": store, "files": files, "keyed": keyed})
+    assert not failed and seen["checksums"][files[1]] == secrets.keyed(key.read_bytes(), hashlib.sha256(b"HF_TOKEN=2\n").hexdigest())
+    assert seen["checksums"][files[0]] == hashlib.sha256(b"[Service]\nEnvironment=A=2\n").hexdigest()  # not a secret
+    assert {d["path"] for d in seen["differences"]} == set(files)
+    failed, back = run_main(monkeypatch, {"store": store, "files": files, "state": "restored", "keyed": keyed})
+    assert not failed and [pathlib.Path(f).read_bytes() for f in files] == was  # byte for byte
+    for result in (saved, seen, back):
+        shown = json.dumps(result)
+        assert not any(p in shown or p[:12] in shown for p in plain), result
+    assert back["checksums"][files[1]] == saved["checksums"][files[1]]  # the same secret: the same digest
+    # without the option every sha256 is plain (the module's behaviour before)
+    failed, plain_seen = run_main(monkeypatch, {"store": store, "files": files})
+    assert plain_seen["checksums"][files[1]] == hashlib.sha256(was[1]).hexdigest()
