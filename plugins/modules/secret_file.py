@@ -41,9 +41,12 @@ options:
         O(content) is given.
     type: str
   state:
-    description: C(present) writes what O(logins) or O(env) give (or removes O(path) when that is nothing); C(absent) removes it.
+    description:
+      - C(present) writes what O(logins) or O(env) give (or removes O(path) when that is nothing); C(absent) removes it.
+      - C(checked) changes nothing and says whether O(path) is as C(present) would leave it (RV(matches)), so that a
+        caller learns that without the text or a digest of it leaving the host.
     type: str
-    choices: [present, absent]
+    choices: [present, absent, checked]
     default: present
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -71,6 +74,10 @@ path:
   type: str
 present:
   description: Whether O(path) holds credentials now (false when there were none to write, or with O(state=absent)).
+  returned: always
+  type: bool
+matches:
+  description: Whether O(path) is as O(state=present) would leave it (content, 0600, owned by the module's user).
   returned: always
   type: bool
 """
@@ -102,18 +109,21 @@ def main():
             logins=dict(type="list", elements="str", no_log=True),
             env=dict(type="dict", no_log=True),
             content=dict(type="str", no_log=True),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
+            state=dict(type="str", choices=["present", "absent", "checked"], default="present"),
         ),
         mutually_exclusive=[("logins", "env", "content")],
         supports_check_mode=True,
     )
     p = module.params
     path = p["path"]
-    if p["state"] == "present" and p["content"] is not None:
+    checked = p["state"] == "checked"
+    wanted = p["state"] in ("present", "checked")
+    write = not checked and not module.check_mode
+    if wanted and p["content"] is not None:
         text = p["content"]
-    elif p["state"] == "present" and p["env"] is not None:
+    elif wanted and p["env"] is not None:
         text = secrets.env_file({k: v for k, v in p["env"].items() if v not in (None, "")})
-    elif p["state"] == "present":
+    elif wanted:
         text = secrets.apt_logins(p["logins"] or [])
     else:
         text = ""
@@ -122,13 +132,13 @@ def main():
         module.fail_json(msg="%s is not a regular file; it is left as it is" % path, path=path)
     want = text.encode("utf-8")
     if not want:
-        if now is not None and not module.check_mode:
+        if now is not None and write:
             os.unlink(path)
-        module.exit_json(changed=now is not None, path=path, present=False)
+        module.exit_json(changed=now is not None and not checked, path=path, present=checked and now is not None, matches=now is None)
     changed = now is None or now != (want, 0o600, os.geteuid())
-    if changed and not module.check_mode:
+    if changed and write:
         files.write_atomic(path, want, mode=0o600)
-    module.exit_json(changed=changed, path=path, present=True)
+    module.exit_json(changed=changed and not checked, path=path, present=not checked or now is not None, matches=not changed)
 
 
 if __name__ == "__main__":

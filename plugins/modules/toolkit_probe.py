@@ -66,6 +66,11 @@ options:
       - Read the role's own apt source too - C(source) (its C(.sources) file) and C(key) (the key file its C(Signed-By)
         names), both paths - as RV(apt_repo). Omitted, RV(apt_repo) is null.
     type: dict
+  apt_access:
+    description:
+      - Read apt's proxy file C(proxy) (apt.conf.d) and logins file C(auth) (auth.conf.d) too, both paths, as
+        RV(apt_access). Omitted, RV(apt_access) is null.
+    type: dict
   plan:
     description:
       - The cuda_toolkit role's variables without their C(cuda_toolkit_) prefix (C(versions), C(components),
@@ -132,6 +137,16 @@ links:
   returned: always
   type: dict
   sample: {needed: false, actions: [], recorded: false, pending: [], refusals: [], error: null, lines: ["/usr/local/cuda -> /usr/local/cuda-12.8 (kept)"]}
+apt_access:
+  description:
+    - With O(apt_access), the proxy file (C(exists), C(mode), C(uid), C(content) - it holds no credentials) and the
+      logins file (C(exists), C(mode), C(uid) only - never its text nor a digest of it). With O(plan) (the action),
+      C(auth_matches) too - whether the logins file holds what the role would write (asked of
+      M(blackwell.inference.secret_file) only when the file is there and the role has logins to write). Null without
+      O(apt_access).
+  returned: always
+  type: dict
+  sample: {proxy: {exists: false}, auth: {exists: true, mode: 384, uid: 0}, auth_matches: true}
 apt_repo:
   description:
     - With O(apt_repo), the source file (C(path), C(present), C(mode), C(stanzas) - its deb822 stanzas as field-value
@@ -178,6 +193,7 @@ def run_module():
             compile_record=dict(type="path", default=D["compile_record"]),
             links=dict(type="dict"),
             apt_repo=dict(type="dict"),
+            apt_access=dict(type="dict"),
             reading=dict(type="dict"),  # the action's (plugins/action/toolkit_probe.py)
             plan=dict(type="dict"),  # the action's too
         ),

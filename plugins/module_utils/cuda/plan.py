@@ -151,6 +151,28 @@ def work(plan_, reading, options):
     }
 
 
+def apt_logins_urls(options):
+    """The URLs whose credentials go to apt's logins file (tasks/apt_access.yml): the repository, the key, the proxies."""
+    return [str(u) for u in (options.get(k) for k in ("repo_base_url", "repo_key_url", "http_proxy", "https_proxy")) if u]
+
+
+def apt_access_work(access, proxy_text, auth_text, auth_matches=None):
+    """Whether tasks/apt_access.yml has anything to do (a changed, new or removed credential or proxy), from the
+    probe's apt_access reading: apt's proxy file not holding proxy_text (root's, 0644; absent when it is ''), or its
+    logins file not as auth_text wants it (absent when it is ''; else root's, 0600, and secret_file said it holds that
+    text: auth_matches). True when the files were not read."""
+    if not access:
+        return True
+    proxy, auth = access.get("proxy") or {}, access.get("auth") or {}
+    if proxy_text:
+        proxy_ok = bool(proxy.get("exists")) and (proxy.get("mode"), proxy.get("uid"), proxy.get("content")) == (0o644, 0, proxy_text)
+    else:
+        proxy_ok = not proxy.get("exists")
+    if not auth_text:
+        return not (proxy_ok and not auth.get("exists"))
+    return not (proxy_ok and bool(auth.get("exists")) and (auth.get("mode"), auth.get("uid")) == (0o600, 0) and auth_matches is True)
+
+
 def driver_too_old(driver_version, min_driver):
     """True when driver_version (e.g. 570.124.06) is below min_driver (580.95.05)."""
 
@@ -635,7 +657,8 @@ def role_plan(reading, host_facts, options):
 
     Returns work()'s keys (without host) and: releases (plan()), versions (X.Y), packages (every pin), newest,
     min_driver, repo_url, key_url and keyring_url (the apt method; without credentials), apt_proxy (apt's proxy
-    configuration, without credentials: secrets.apt_proxy_conf; '' for none), download_proxies ({http, https}: the
+    configuration, without credentials: secrets.apt_proxy_conf; '' for none), apt_access (apt's proxy or logins file
+    is not as the variables want it: apt_access_work; `any` then too), download_proxies ({http, https}: the
     proxies without credentials, for the key's and the keyring's download), archs (what verify compiles for), refusals (of the
     host: host_refusals), change_refusals (a downgrade, a second source for the repository's URL), verify (whether the
     verify phase has anything to check when this run changes nothing: verify_work), live (--tags verify) and keep (the
@@ -672,6 +695,9 @@ def role_plan(reading, host_facts, options):
     if apt and o["repo_source"] == "deb822" and others:
         change_refusals.append(_SECOND_SOURCE % (", ".join(others), url))
     verify = verify_work(cuda or None, versions, archs, reading, {"live": o.get("live"), "method": o["method"], "check_mode": o.get("check_mode")})
+    apt_proxy = secrets.apt_proxy_conf(o.get("http_proxy"), o.get("https_proxy"), o.get("no_proxy")) if apt else ""
+    access = reading.get("apt_access")
+    apt_access = apt and apt_access_work(access, apt_proxy, secrets.apt_logins(apt_logins_urls(o)), (access or {}).get("auth_matches"))
     out.update(
         releases=releases,
         versions=versions,
@@ -681,7 +707,9 @@ def role_plan(reading, host_facts, options):
         repo_url=url,
         key_url=(secrets.redact(o.get("repo_key_url")) or (url + "3bf863cc.pub")) if apt else None,
         keyring_url=keyring_url,
-        apt_proxy=secrets.apt_proxy_conf(o.get("http_proxy"), o.get("https_proxy"), o.get("no_proxy")) if apt else "",
+        apt_proxy=apt_proxy,
+        apt_access=apt_access,
+        any=out["any"] or apt_access,
         download_proxies={"http": secrets.redact(o.get("http_proxy") or ""), "https": secrets.redact(o.get("https_proxy") or "")},
         archs=archs,
         refusals=host_refusals(cuda, versions, checks),

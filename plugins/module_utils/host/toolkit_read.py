@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import stat
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo
 from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd as systemd_env
@@ -26,9 +27,12 @@ DEFAULTS = {
     "compile_record": "",
     "links": None,
     "apt_repo": None,
+    "apt_access": None,
 }
 LINK_OPTIONS = ("root", "default", "wanted", "record")
 APT_REPO_OPTIONS = ("source", "key")
+# apt's proxy file (apt.conf.d, 0644, no credentials) and its logins (auth.conf.d, 0600): what tasks/apt_access.yml writes
+APT_ACCESS_OPTIONS = ("proxy", "auth")
 DEFAULT_LINK_RECORD = "/etc/blackwell-inference/cuda-links.json"
 
 
@@ -73,6 +77,11 @@ def read(run, p, env, env_notes, home_dir, sources=apt_repo.source_uris, record=
         given = cuda_measure.suboptions("apt_repo", p["apt_repo"], APT_REPO_OPTIONS, required=APT_REPO_OPTIONS, error=ReadError)
         repo = apt_repo.read(str(given["source"]), str(given["key"]))
 
+    access = None
+    if p.get("apt_access") is not None and (method is None or apt):
+        given = cuda_measure.suboptions("apt_access", p["apt_access"], APT_ACCESS_OPTIONS, required=APT_ACCESS_OPTIONS, error=ReadError)
+        access = read_apt_access(str(given["proxy"]), str(given["auth"]))
+
     return {
         "ansible_facts": {"blackwell_cuda": facts},
         "packages": packages,
@@ -81,7 +90,29 @@ def read(run, p, env, env_notes, home_dir, sources=apt_repo.source_uris, record=
         "compile_record": record(p.get("compile_record") or ""),
         "links": links,
         "apt_repo": repo,
+        "apt_access": access,
     }
+
+
+def read_apt_access(proxy, auth):
+    """{proxy: {exists, mode, uid, content}, auth: {exists, mode, uid}} of apt's proxy file (no credentials: its text)
+    and of its logins file (a secret: never its text nor a digest; toolkit_probe's action asks secret_file whether it
+    holds what the role would write). A path that is no regular file reads as {exists: True, mode: None}."""
+
+    def stat_of(path):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return {"exists": False}
+        if not stat.S_ISREG(st.st_mode):
+            return {"exists": True, "mode": None, "uid": st.st_uid}
+        return {"exists": True, "mode": stat.S_IMODE(st.st_mode), "uid": st.st_uid}
+
+    seen = stat_of(proxy)
+    if seen.get("mode") is not None:
+        with open(proxy, encoding="utf-8", errors="replace") as fh:
+            seen["content"] = fh.read()
+    return {"proxy": seen, "auth": stat_of(auth)}
 
 
 def read_for(module, run, options):

@@ -606,6 +606,7 @@ CONVERGED = {
     "apt_repo": in_place_repo(),
     "links": {"needed": False, "pending": [], "kept": {"version": "12.8"}},
     "compile_record": RECORD,
+    "apt_access": {"proxy": {"exists": False}, "auth": {"exists": False}},  # no proxy, no logins
 }
 
 
@@ -747,3 +748,60 @@ WITH_KEYRING = converged_query(shipped_plan(), "cuda-keyring 1.1-1 install ok in
 def test_role_plan_refuses_a_keyring_package_it_would_download_without_its_sha256(packages, options, refusals):
     reading = dict(CONVERGED, packages={"stdout": packages}, apt_sources={})
     assert cp.role_plan(reading, FACTS_DEBIAN, options)["change_refusals"] == refusals
+
+
+PROXY_TEXT = 'Acquire::http::Proxy "http://proxy.example:3128";\n'
+AUTH_TEXT = "machine proxy.example:3128 login u password p\n"
+ROOT_0644 = {"exists": True, "mode": 0o644, "uid": 0, "content": PROXY_TEXT}
+ROOT_0600 = {"exists": True, "mode": 0o600, "uid": 0}
+NONE = {"exists": False}
+
+
+@pytest.mark.parametrize(
+    "access, proxy_text, auth_text, auth_matches, work",
+    [
+        # as the variables want them: nothing to do
+        ({"proxy": NONE, "auth": NONE}, "", "", None, False),
+        ({"proxy": ROOT_0644, "auth": ROOT_0600}, PROXY_TEXT, AUTH_TEXT, True, False),
+        # a proxy set, changed, or removed from the variables
+        ({"proxy": NONE, "auth": NONE}, PROXY_TEXT, "", None, True),
+        ({"proxy": dict(ROOT_0644, content='Acquire::http::Proxy "http://old.example:3128";\n'), "auth": NONE}, PROXY_TEXT, "", None, True),
+        ({"proxy": ROOT_0644, "auth": NONE}, "", "", None, True),
+        ({"proxy": dict(ROOT_0644, mode=0o666), "auth": NONE}, PROXY_TEXT, "", None, True),
+        # a credential set, changed (secret_file said the file holds other logins), or removed
+        ({"proxy": NONE, "auth": NONE}, "", AUTH_TEXT, None, True),
+        ({"proxy": NONE, "auth": ROOT_0600}, "", AUTH_TEXT, False, True),
+        ({"proxy": NONE, "auth": ROOT_0600}, "", "", None, True),
+        # the right logins but readable by others, or not asked: written again
+        ({"proxy": NONE, "auth": dict(ROOT_0600, mode=0o644)}, "", AUTH_TEXT, True, True),
+        ({"proxy": NONE, "auth": ROOT_0600}, "", AUTH_TEXT, None, True),
+        # not read: written
+        (None, "", "", None, True),
+    ],
+)
+def test_apt_access_work(access, proxy_text, auth_text, auth_matches, work):
+    assert cp.apt_access_work(access, proxy_text, auth_text, auth_matches) is work
+
+
+@pytest.mark.parametrize(
+    "options, access, apt_access",
+    [
+        ({}, {"proxy": NONE, "auth": NONE}, False),
+        # a proxy added on a host whose pins are met: only the access files to write (any, and nothing else)
+        ({"http_proxy": "http://proxy.example:3128"}, {"proxy": NONE, "auth": NONE}, True),
+        ({"http_proxy": "http://proxy.example:3128"}, {"proxy": ROOT_0644, "auth": NONE}, False),
+        # a password on the proxy: its logins file, as secret_file found it
+        ({"http_proxy": "http://u:p@proxy.example:3128"}, {"proxy": ROOT_0644, "auth": ROOT_0600, "auth_matches": True}, False),
+        ({"http_proxy": "http://u:p2@proxy.example:3128"}, {"proxy": ROOT_0644, "auth": ROOT_0600, "auth_matches": False}, True),
+        # the credential and the proxy removed from the variables: both files go
+        ({}, {"proxy": ROOT_0644, "auth": ROOT_0600}, True),
+    ],
+)
+def test_role_plan_of_a_converged_host_sees_changed_apt_access(options, access, apt_access):
+    got = cp.role_plan(dict(CONVERGED, apt_access=access, ansible_facts={"blackwell_cuda": BLACKWELL}), FACTS_DEBIAN, dict(ROLE, **options))
+    assert (got["apt_access"], got["any"], got["apt"], got["repo"], got["links"]) == (apt_access, apt_access, False, False, False)
+
+
+def test_the_logins_file_holds_the_repository_key_and_proxy_credentials():
+    o = {"repo_base_url": "https://u:p@m.example/r", "repo_key_url": "", "http_proxy": "http://a:b@proxy.example:3128", "https_proxy": None}
+    assert cp.apt_logins_urls(o) == ["https://u:p@m.example/r", "http://a:b@proxy.example:3128"]

@@ -1,6 +1,10 @@
 """The cuda_toolkit role's one read of a host (toolkit_read, the toolkit_probe module's logic): what each command's
 answer becomes, and the readings the role cannot decide from."""
 
+import hashlib
+import json
+import os
+
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
@@ -116,3 +120,21 @@ def test_readings_the_role_cannot_decide_from(measured, monkeypatch):
     with pytest.raises(toolkit_read.ReadError) as exc:
         read(run, packages=False)
     assert exc.value.msg == "nvidia-smi failed (rc 9)" and exc.value.result["stderr"] == "NVML: Unknown Error"
+
+
+def test_apts_proxy_file_is_read_whole_and_its_logins_file_by_mode_and_owner_only(measured, tmp_path):
+    run, _calls = runner({"mokutil": SB_OFF})
+    proxy, auth = tmp_path / "90proxy", tmp_path / "90auth.conf"
+    proxy.write_text('Acquire::http::Proxy "http://proxy.example:3128";\n')
+    os.chmod(proxy, 0o644)
+    auth.write_text("machine proxy.example:3128 login u password s3cret\n")
+    os.chmod(auth, 0o600)
+    got = read(run, packages=False, apt_access={"proxy": str(proxy), "auth": str(auth)})["apt_access"]
+    assert got["proxy"] == {"exists": True, "mode": 0o644, "uid": os.getuid(), "content": proxy.read_text()}
+    assert got["auth"] == {"exists": True, "mode": 0o600, "uid": os.getuid()}  # never its text nor a digest of it
+    assert "s3cret" not in json.dumps(got) and hashlib.sha256(auth.read_bytes()).hexdigest() not in json.dumps(got)
+    none = read(run, packages=False, apt_access={"proxy": str(tmp_path / "a"), "auth": str(tmp_path / "b")})["apt_access"]
+    assert none == {"proxy": {"exists": False}, "auth": {"exists": False}}
+    assert read(run, packages=False, method="runfile", apt_access={"proxy": "/x", "auth": "/y"})["apt_access"] is None
+    with pytest.raises(toolkit_read.ReadError, match=r"^apt_access: needs auth$"):
+        read(run, packages=False, apt_access={"proxy": "/x", "auth": ""})
