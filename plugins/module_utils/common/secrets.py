@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.request import proxy_bypass_environment
 
 
 def split(url):
@@ -91,6 +92,27 @@ def apt_proxy_conf(http_proxy="", https_proxy="", no_proxy=""):
             if proxy:
                 lines.append('Acquire::%s::Proxy::%s "DIRECT";' % (scheme, host))
     return "".join(line + "\n" for line in lines)
+
+
+def proxy_login_for(url, http_proxy="", https_proxy="", no_proxy=""):
+    """Which proxy variable's login a download of url needs ('http_proxy', 'https_proxy' or '' for none): the proxy of
+    url's scheme, when it carries credentials and no_proxy does not exempt url's host (Python's own rule, the one the
+    download follows). The download's environment names the proxy without them (it travels in the module's command
+    line); the role sends them as a Proxy-Authorization header (urllib gives it to the proxy only: in the CONNECT of an
+    https URL, never to the server) from a task with no_log."""
+    try:
+        parts = urlsplit(str(url or ""))
+        host = parts.hostname
+    except ValueError:
+        return ""
+    name = {"http": "http_proxy", "https": "https_proxy"}.get(parts.scheme)
+    proxy = {"http_proxy": http_proxy, "https_proxy": https_proxy}.get(name) or ""
+    _bare, login, password = split(proxy)
+    if not host or not (login or password):
+        return ""
+    if no_proxy and proxy_bypass_environment(parts.netloc.rpartition("@")[2], {"no": str(no_proxy)}):
+        return ""
+    return name
 
 
 def env_file(env):

@@ -151,6 +151,21 @@ def work(plan_, reading, options):
     }
 
 
+def download_urls(url, o, keyring_url):
+    """The downloads of the role: {key, keyring, runfiles: {release: src}} (their URLs as the variables give them)."""
+    key = (o.get("repo_key_url") or (url + "3bf863cc.pub")) if url else ""
+    return {"key": key, "keyring": keyring_url or "", "runfiles": {str(r): (v or {}).get("src", "") for r, v in (o.get("runfiles") or {}).items()}}
+
+
+def download_proxy_login(o, downloads):
+    """For each download (download_urls), the proxy variable whose login it needs (secrets.proxy_login_for; '' for none)."""
+
+    def which(u):
+        return secrets.proxy_login_for(u, o.get("http_proxy"), o.get("https_proxy"), o.get("no_proxy"))
+
+    return {"key": which(downloads["key"]), "keyring": which(downloads["keyring"]), "runfiles": {r: which(u) for r, u in downloads["runfiles"].items()}}
+
+
 def apt_logins_urls(options):
     """The URLs whose credentials go to apt's logins file (tasks/apt_access.yml): the repository, the key, the proxies."""
     return [str(u) for u in (options.get(k) for k in ("repo_base_url", "repo_key_url", "http_proxy", "https_proxy")) if u]
@@ -652,14 +667,15 @@ def role_plan(reading, host_facts, options):
     for the repository's URL; blackwell_cuda when the reading has none). options: the role's variables without their
     prefix - versions, components, releases (the role's table), package_versions, method, repo_source, hold,
     repo_name, source_file, repo_base_url, repo_distro, repo_arch, repo_key_url, key_fingerprint, keyring_sha256, root, default,
-    check_driver, require_open_kernel_module, verify_archs, http_proxy, https_proxy, no_proxy - and live (--tags
+    check_driver, require_open_kernel_module, verify_archs, http_proxy, https_proxy, no_proxy, runfiles - and live (--tags
     verify), check_mode.
 
     Returns work()'s keys (without host) and: releases (plan()), versions (X.Y), packages (every pin), newest,
     min_driver, repo_url, key_url and keyring_url (the apt method; without credentials), apt_proxy (apt's proxy
     configuration, without credentials: secrets.apt_proxy_conf; '' for none), apt_access (apt's proxy or logins file
     is not as the variables want it: apt_access_work; `any` then too), download_proxies ({http, https}: the
-    proxies without credentials, for the key's and the keyring's download), archs (what verify compiles for), refusals (of the
+    proxies without credentials, for the key's and the keyring's download), download_proxy_login ({key, keyring,
+    runfiles: {release: ...}}: the proxy variable whose login each download needs, '' for none), archs (what verify compiles for), refusals (of the
     host: host_refusals), change_refusals (a downgrade, a second source for the repository's URL), verify (whether the
     verify phase has anything to check when this run changes nothing: verify_work), live (--tags verify) and keep (the
     toolkit that keeps <root>/cuda after a runfile install). change_refusals also name a cuda-keyring package this run
@@ -711,6 +727,7 @@ def role_plan(reading, host_facts, options):
         apt_access=apt_access,
         any=out["any"] or apt_access,
         download_proxies={"http": secrets.redact(o.get("http_proxy") or ""), "https": secrets.redact(o.get("https_proxy") or "")},
+        download_proxy_login=download_proxy_login(o, download_urls(url, o, keyring_url)),
         archs=archs,
         refusals=host_refusals(cuda, versions, checks),
         change_refusals=change_refusals,

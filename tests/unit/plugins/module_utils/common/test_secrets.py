@@ -171,3 +171,21 @@ def test_keyed_observations_change_only_the_secret_files_sha256():
     got = secrets.keyed_observations(seen, ["/etc/x//s.env", "/etc/x/gone.env"], b"k" * 32)
     assert got["/etc/x/s.env"] == dict(seen["/etc/x/s.env"], sha256=secrets.keyed(b"k" * 32, "a" * 64))
     assert got["/etc/x/u.conf"] == seen["/etc/x/u.conf"] and got["/etc/x/gone.env"] == {"exists": False}
+
+
+@pytest.mark.parametrize(
+    "url, http_proxy, https_proxy, no_proxy, which",
+    [
+        ("https://developer.download.nvidia.com/x.deb", "", "http://u:p@proxy.example:3128", "", "https_proxy"),
+        ("http://mirror.example/x.deb", "http://u:p@proxy.example:3128", "", "", "http_proxy"),
+        ("http://mirror.example/x.deb", "", "http://u:p@proxy.example:3128", "", ""),  # the other scheme's proxy
+        ("https://developer.download.nvidia.com/x.deb", "", "http://proxy.example:3128", "", ""),  # no login: none needed
+        ("https://mirror.corp.example/x.run", "", "http://u:p@proxy.example:3128", "corp.example", ""),  # no_proxy: direct
+        ("https://mirror.corp.example:8443/x.run", "", "http://u:p@proxy.example:3128", ".corp.example,localhost", ""),
+        ("https://nvidia.com/x.run", "", "http://u:p@proxy.example:3128", "corp.example", "https_proxy"),
+        ("file:/srv/mirror/x.deb", "http://u:p@proxy.example:3128", "http://u:p@proxy.example:3128", "", ""),
+        ("", "http://u:p@proxy.example:3128", "", "", ""),
+    ],
+)
+def test_which_proxy_login_a_download_needs(url, http_proxy, https_proxy, no_proxy, which):
+    assert secrets.proxy_login_for(url, http_proxy, https_proxy, no_proxy) == which

@@ -805,3 +805,18 @@ def test_role_plan_of_a_converged_host_sees_changed_apt_access(options, access, 
 def test_the_logins_file_holds_the_repository_key_and_proxy_credentials():
     o = {"repo_base_url": "https://u:p@m.example/r", "repo_key_url": "", "http_proxy": "http://a:b@proxy.example:3128", "https_proxy": None}
     assert cp.apt_logins_urls(o) == ["https://u:p@m.example/r", "http://a:b@proxy.example:3128"]
+
+
+def test_the_downloads_name_the_proxy_whose_login_they_need_and_the_plan_holds_no_credentials():
+    options = dict(
+        ROLE,
+        repo_source="keyring",
+        https_proxy="https://u:s3cret@proxy.example:3128",
+        no_proxy="mirror.corp.example",
+        runfiles={"13.0.2": {"src": "https://developer.download.nvidia.com/cuda_13.0.2.run"}, "12.8.1": {"src": "https://mirror.corp.example/12.8.1.run"}},
+    )
+    got = cp.role_plan(dict(CONVERGED, ansible_facts={"blackwell_cuda": BLACKWELL}), FACTS_DEBIAN, options)
+    assert got["download_proxy_login"] == {"key": "https_proxy", "keyring": "https_proxy", "runfiles": {"13.0.2": "https_proxy", "12.8.1": ""}}
+    assert got["download_proxies"] == {"http": "", "https": "https://proxy.example:3128"} and "s3cret" not in json.dumps(got)
+    plain = cp.role_plan(dict(CONVERGED, ansible_facts={"blackwell_cuda": BLACKWELL}), FACTS_DEBIAN, ROLE)["download_proxy_login"]
+    assert plain == {"key": "", "keyring": "", "runfiles": {}}
