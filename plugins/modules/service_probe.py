@@ -249,7 +249,7 @@ def run_module():
             summary_facts=dict(type="dict"),
             health=dict(type="dict"),
             observe=dict(type="list", elements="str", default=[]),
-            keyed=dict(type="dict"),
+            keyed=dict(type="dict", no_log=False),  # paths, not secrets
             reading=dict(type="dict"),  # the action's (plugins/action/service_probe.py)
             validator=dict(type="dict"),  # the action's, never sent
             plan=dict(type="dict"),  # the action's, never sent

@@ -317,7 +317,7 @@ def main():
             "link_target": {"type": "str"},
             "state": {"type": "str", "choices": ["inspect", "saved", "restored"], "default": "inspect"},
             "keep_existing": {"type": "bool", "default": False},
-            "keyed": {"type": "dict"},
+            "keyed": {"type": "dict", "no_log": False},  # paths, not secrets
         },
         supports_check_mode=True,
     )
