@@ -46,9 +46,10 @@ def test_a_full_jit_cache_disk_during_the_warm_up_is_named_in_a_few_lines_with_i
         text = run("cat %s" % log)
         assert "Ninja build failed" in text and "No space left on device" in text and "ninja: build stopped" in text, text[-3000:]
         assert run("stat -c '%%a %%U' %s /var/log/blackwell-inference" % log).split() == ["640", "root", "750", "root"]
-        # the fleet table's row is one line naming the cause
+        # the fleet table's row is one line naming the cause (cut to the table's width: the object's path before it is
+        # long, so the row may end in "No space left ...")
         row = [ln for ln in out.splitlines() if ln.startswith("ct200 ")][-1]
-        assert "NOT READY" in row and "No space left on device" in row, row
+        assert "NOT READY" in row and "No space left" in row, row
     finally:
         run("umount %s" % ops)
     assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid  # the service was not touched
