@@ -270,10 +270,9 @@ def _restore_file(manifest, path, data, secret=False):
         os.unlink(tmp)
     try:
         digest = _write_new(tmp, _chunks(os.path.join(manifest["dir"], data["blob"])), data["mode"], data["uid"], data["gid"])
-        if digest != data["sha256"] and secret:
-            raise ValueError("the snapshot's copy %s is damaged (its sha256 is not the manifest's)" % data["blob"])
         if digest != data["sha256"]:
-            raise ValueError("the snapshot's copy %s is damaged (sha256 %s, the manifest says %s)" % (data["blob"], digest[:12], str(data["sha256"])[:12]))
+            why = "its sha256 is not the manifest's" if secret else "sha256 %s, the manifest says %s" % (digest[:12], str(data["sha256"])[:12])
+            raise ValueError("the snapshot's copy %s is damaged (%s)" % (data["blob"], why))
         os.replace(tmp, path)
     except BaseException:
         if os.path.lexists(tmp):
@@ -334,7 +333,9 @@ def main():
 
     def shown(state):
         """A state or manifest as it may be returned: the secret files' sha256 keyed."""
-        return snap.keyed_view(state, secret, lambda sha: secrets.keyed(key, sha))
+        if not state or not secret:
+            return state
+        return dict(state, files=secrets.keyed_observations(state.get("files") or {}, secret, key))
 
     def differences(now, good):
         return snap.differences(shown(now), shown(good))

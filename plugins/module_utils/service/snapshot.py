@@ -51,18 +51,6 @@ def differences(current, snapshot):
     return out
 
 
-def keyed_view(state, paths, digest):
-    """A host state or manifest ({"files": {path: entry}, ...}) as it may be shown: the sha256 of each of `paths`
-    (secret files) replaced by digest(sha256) (secrets.keyed under the host's key). None stays None."""
-    if not state or not paths:
-        return state
-    files = dict(state.get("files") or {})
-    for path in paths:
-        if (files.get(path) or {}).get("sha256"):
-            files[path] = dict(files[path], sha256=digest(files[path]["sha256"]))
-    return dict(state, files=files)
-
-
 def restore_plan(current, snapshot):
     """The steps that make the host equal to the snapshot, in a safe order: files written or removed first,
     the venv link last (only when the host's state has one: the sglang_service role reads none and leaves the link
