@@ -15,18 +15,10 @@ class FilterModule:
             "sglang_service_files_plan": call("service.plan", "files", guarded=True),
             "sglang_service_probe_env": call("service.plan", "probe_environment"),
             "sglang_service_summary": call("service.plan", "summary"),
-            "sglang_service_fingerprint_checksums": call("service.plan", "fingerprint_checksums"),
-            "sglang_service_fingerprint": call("service.plan", "fingerprint"),
             # READY (module_utils/service/ready.py)
-            "sglang_service_verdict": call("service.ready", "smoke_verdict"),
-            "sglang_service_revalidation": call("service.ready", "revalidation"),
             "sglang_service_health_stands": call("service.ready", "health_stands"),
-            "sglang_service_marker": call("service.ready", "next_marker", guarded=True),
             "sglang_service_host_verdict": call("service.ready", "host_verdict"),
             "sglang_service_textfile": call("service.textfile", "document"),
             # a unit's value, escaped for its setting (module_utils/service/settings.py systemd_value)
             "systemd_escape": call("service.settings", "systemd_value", guarded=True),
-            # the rollback and the last good state
-            "sglang_service_rollback_outcome": call("service.settings", "rollback_outcome"),
-            "sglang_service_last_good_policy": call("service.settings", "last_good_policy"),
         }

@@ -53,7 +53,7 @@ def test_tarball_has_the_collection_and_nothing_of_the_lab(built):
         "MANIFEST.json",
         "plugins/modules/cuda_facts.py",
         "plugins/modules/jit_smoke.py",
-        "plugins/filter/sglang_service_verdict.yml",
+        "plugins/filter/sglang_service_host_verdict.yml",
         "roles/sglang_service/files/boot_validate.py",
         "roles/sglang_service/meta/argument_specs.yml",
         "playbooks/site.yml",
