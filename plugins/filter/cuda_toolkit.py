@@ -15,10 +15,7 @@ class FilterModule:
             # general tools, for a playbook of one's own too
             "cuda_nvcc_arch": call("cuda.arch", "nvcc_for_entry", guarded=True),
             "cuda_toolkit_home": call("cuda.plan", "home", guarded=True),
-            # the role's checks of its variables, and the results of tasks that run after the probe's plan
-            "cuda_apt_dry_run": call("cuda.plan", "dry_run"),
-            "cuda_compile_needed": call("cuda.plan", "compile_needed"),
-            "cuda_compile_record": call("cuda.plan", "compile_record"),
+            # the role's summary of the toolkits, from the results of tasks that run after the probe's plan
             "cuda_toolkit_summary": call("cuda.plan", "summarize"),
             "cuda_toolkit_line": call("cuda.plan", "summary_line"),
         }

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo, owned_paths, secrets, values
+from ansible_collections.blackwell.inference.plugins.module_utils.common import apt_repo, failure, owned_paths, secrets, values
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import arch as cuda_arch
 
 RELEASE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
@@ -255,7 +255,7 @@ def _recorded(record, toolkit, arch):
 
 def compile_needed(record, toolkits, version, arch, live):
     """Whether the verify phase compiles for this toolkit (X.Y) and arch: always when live (--tags verify), else unless a
-    compile passed with the toolkit's compile chain as it is now (cuda_compile_record)."""
+    compile passed with the toolkit's compile chain as it is now (compile_record)."""
     if live:
         return True
     toolkit = next((t for t in toolkits or [] if t.get("dir_version") == version), None)
@@ -296,9 +296,37 @@ def verify_work(facts, versions, archs, reading, options):
     return compile_record(toolkits, [], record) != record
 
 
+# the kernel verify compiles, on nvcc's stdin
+KERNEL = "__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }"
+
+
+def compile_argv(root, version, arch):
+    """nvcc's argument list for one toolkit (X.Y) under root and one arch: a cubin of KERNEL, written nowhere."""
+    return ["%s/cuda-%s/bin/nvcc" % (root, version), "-arch=%s" % arch, "-cubin", "-x", "cu", "-o", "/dev/null", "/dev/stdin"]
+
+
+def compiles(versions, archs, toolkits, record, live):
+    """The verify phase's compiles, one per toolkit wanted (X.Y) and arch, in that order: {version, arch, needed}.
+    needed: the toolkit is there (cuda_facts' toolkits) and compile_needed says so."""
+    present = {t.get("dir_version") for t in toolkits or []}
+    return [{"version": v, "arch": a, "needed": v in present and compile_needed(record, toolkits, v, a, live)} for v in versions or [] for a in archs or []]
+
+
+def compile_failure(compile_results):
+    """The message for the compiles that failed, each with nvcc, its rc and the line that says why; '' when none did."""
+    failed = []
+    for r in compile_results or []:
+        if not r.get("skipped") and r.get("rc") != 0:
+            why = failure.cause(r.get("stderr"), r.get("stdout"))
+            failed.append("%s -arch=%s: rc %s%s" % (r["cmd"][0], r["arch"], r.get("rc"), ": " + why if why else ""))
+    return "the verify kernel did not compile (non-zero return code): " + "; ".join(failed) if failed else ""
+
+
 def compile_record(toolkits, compile_results, record):
     """The record after this run: per toolkit path and arch, the toolkit's identity when a compile passed with it (this
-    run, or an earlier one the identity still matches). Toolkits that are gone and stale entries drop out."""
+    run, or an earlier one the identity still matches). Toolkits that are gone and stale entries drop out.
+
+    compile_results: the cuda_compile module's results ({version, arch, skipped, rc})."""
     by_version = {t.get("dir_version"): t for t in toolkits or []}
     out = {}
     for t in toolkits or []:
@@ -308,11 +336,15 @@ def compile_record(toolkits, compile_results, record):
     for res in compile_results or []:
         if res.get("skipped") or res.get("rc") != 0:
             continue
-        entry, arch = res["item"]
-        t = by_version.get(entry["version"])
+        t = by_version.get(res["version"])
         if t and t.get("identity"):
-            out.setdefault(t["path"], {})[arch] = t["identity"]
+            out.setdefault(t["path"], {})[res["arch"]] = t["identity"]
     return out
+
+
+def compile_record_text(record):
+    """The record file's content: JSON as the role has always written it (indent 4, sorted keys, a final newline)."""
+    return json.dumps(record, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
 
 
 def read_compile_record(path):
@@ -333,8 +365,9 @@ def summarize(toolkits, compile_results, default, wanted=(), record=None, archs=
     """Per toolkit: version, release, path, jit_ready, wanted, compiled_for (archs that built: this run, or a compile
     the record vouches for with the toolkit as it is now), recorded (the archs of those taken from the record), default.
 
-    archs: what each toolkit wanted compiles for; a (toolkit, arch) with no result (the verify phase's checks were
-    skipped: verify_work) counts as a compile the loop skipped."""
+    compile_results: the cuda_compile module's results ({version, arch, skipped, rc}). archs: what each toolkit wanted
+    compiles for; a (toolkit, arch) with no result (the verify phase's checks were skipped: verify_work) counts as a
+    compile the module skipped."""
     built, recorded = {}, {}
     by_version = {t.get("dir_version"): t for t in toolkits or []}
 
@@ -346,14 +379,14 @@ def summarize(toolkits, compile_results, default, wanted=(), record=None, archs=
 
     seen = set()
     for res in compile_results or []:
-        entry, arch = res["item"]
-        seen.add((entry["version"], arch))
+        version, arch = res["version"], res["arch"]
+        seen.add((version, arch))
         if res.get("skipped"):
-            from_record(entry["version"], arch)
+            from_record(version, arch)
             continue
         if res.get("rc") != 0:
             continue
-        built.setdefault(entry["version"], []).append(arch)
+        built.setdefault(version, []).append(arch)
     for version in wanted or ():
         for arch in archs or ():
             if (version, arch) not in seen:
@@ -516,6 +549,12 @@ def _simulated(stdout, action):
     return out
 
 
+def dry_run_argv(packages):
+    """apt's dry run of the pinned packages; the packages the role holds itself may change (a pin bump: the preflight
+    refused any downgrade)."""
+    return ["apt-get", "--simulate", "--no-install-recommends", "--allow-change-held-packages", "install", *(packages or [])]
+
+
 def dry_run(result, repo_base_url=""):
     """The verdict on `apt-get --simulate --no-install-recommends install PACKAGES` (a command result: rc, stdout,
     stderr): {ok, installs, msg}. Refused: apt cannot plan them, the plan installs a driver package (DRIVER_PACKAGE),
@@ -671,7 +710,8 @@ def role_plan(reading, host_facts, options):
     verify), check_mode.
 
     Returns work()'s keys (without host) and: releases (plan()), versions (X.Y), packages (every pin), newest,
-    min_driver, repo_url, key_url and keyring_url (the apt method; without credentials), apt_proxy (apt's proxy
+    min_driver, repo_url, repo_base_url (named by apt's dry run), key_url and keyring_url (the apt method; without
+    credentials), apt_proxy (apt's proxy
     configuration, without credentials: secrets.apt_proxy_conf; '' for none), apt_access (apt's proxy or logins file
     is not as the variables want it: apt_access_work; `any` then too), download_proxies ({http, https}: the
     proxies without credentials, for the key's and the keyring's download), download_proxy_login ({key, keyring,
@@ -721,6 +761,7 @@ def role_plan(reading, host_facts, options):
         newest=newest_,
         min_driver=min_driver,
         repo_url=url,
+        repo_base_url=secrets.redact(o.get("repo_base_url") or "") if apt else None,
         key_url=(secrets.redact(o.get("repo_key_url")) or (url + "3bf863cc.pub")) if apt else None,
         keyring_url=keyring_url,
         apt_proxy=apt_proxy,

@@ -92,7 +92,7 @@ def test_summary_lines():
         },
         {"path": "/usr/local/cuda-13.0", "dir_version": "13.0", "version": "13.0", "release": "13.0.88", "has_curand_headers": True, "has_driver_stubs": True},
     ]
-    results = [{"item": [{"version": "13.0"}, "sm_120a"], "rc": 0}, {"item": [{"version": "13.0"}, "sm_90a"], "skipped": True}]
+    results = [{"version": "13.0", "arch": "sm_120a", "skipped": False, "rc": 0}, {"version": "13.0", "arch": "sm_90a", "skipped": True}]
     summary = cp.summarize(toolkits, results, {"path": "/usr/local/cuda-12.8"}, ["13.0"])
     assert [cp.summary_line(e) for e in summary] == [
         "/usr/local/cuda-12.8: CUDA 12.8.93, JIT-ready: no, compiles: not checked (not managed here) [/usr/local/cuda]",
@@ -125,20 +125,91 @@ def test_compile_needed(record, toolkits, version, arch, live, needed):
 
 def test_compile_record_keeps_what_still_holds_and_adds_what_passed():
     results = [
-        {"item": [{"version": "13.0"}, "sm_120a"], "skipped": True},  # vouched for by the record
-        {"item": [{"version": "13.0"}, "sm_100a"], "rc": 0},  # compiled now
-        {"item": [{"version": "12.8"}, "sm_120a"], "rc": 1},  # failed (the play stops there; never recorded)
+        {"version": "13.0", "arch": "sm_120a", "skipped": True},  # vouched for by the record
+        {"version": "13.0", "arch": "sm_100a", "skipped": False, "rc": 0},  # compiled now
+        {"version": "12.8", "arch": "sm_120a", "skipped": False, "rc": 1},  # failed (the module fails then; never recorded)
     ]
     record = dict(RECORD, **{"/usr/local/cuda-12.6": {"sm_90a": "dddd"}})  # a toolkit that is gone
     assert cp.compile_record([TK13, TK12], results, record) == {"/usr/local/cuda-13.0": {"sm_120a": "aaaa000011112222", "sm_100a": "aaaa000011112222"}}
     # an upgrade drops the old entry; what compiled after it is recorded with the new identity
-    after = [{"item": [{"version": "13.0"}, "sm_120a"], "rc": 0}]
+    after = [{"version": "13.0", "arch": "sm_120a", "skipped": False, "rc": 0}]
     assert cp.compile_record([TK13_UPGRADED], after, RECORD) == {"/usr/local/cuda-13.0": {"sm_120a": "bbbb000011112222"}}
     assert cp.compile_record([TK13], [], None) == {}
 
 
+def test_compiles_are_every_toolkit_and_arch_in_order_and_only_those_present_and_not_vouched_for():
+    jobs = cp.compiles(["13.0", "12.9"], ["sm_120a", "sm_100a"], [TK13], RECORD, False)
+    assert jobs == [
+        {"version": "13.0", "arch": "sm_120a", "needed": False},  # the record vouches for it
+        {"version": "13.0", "arch": "sm_100a", "needed": True},
+        {"version": "12.9", "arch": "sm_120a", "needed": False},  # not measured there (check mode before the install)
+        {"version": "12.9", "arch": "sm_100a", "needed": False},
+    ]
+    # --tags verify compiles every toolkit that is there, whatever the record says
+    assert [j["needed"] for j in cp.compiles(["13.0", "12.9"], ["sm_120a"], [TK13], RECORD, True)] == [True, False]
+    assert cp.compiles(["13.0"], [], [TK13], RECORD, False) == []
+
+
+def test_compile_argv_is_the_kernel_on_stdin_and_nothing_written():
+    assert cp.compile_argv("/usr/local", "13.0", "sm_120a") == [
+        "/usr/local/cuda-13.0/bin/nvcc",
+        "-arch=sm_120a",
+        "-cubin",
+        "-x",
+        "cu",
+        "-o",
+        "/dev/null",
+        "/dev/stdin",
+    ]
+    assert cp.KERNEL == "__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }"
+
+
+# nvcc 13.0.88 on this machine: the kernel for an arch it does not know, and a source it cannot parse (stderr, rc 1)
+NVCC_BAD_ARCH = "nvcc fatal   : Unsupported gpu architecture 'sm_999'"
+NVCC_BAD_SOURCE = (
+    "/dev/stdin(1): error: this declaration has no storage class or type specifier\n  garbage {\n  ^\n\n"
+    'At end of source: error: expected an expression\n\nAt end of source: error: expected a "}"\n\n'
+    'At end of source: error: expected a ";"\n\n4 errors detected in the compilation of "/dev/stdin".'
+)
+
+
+def _compiled(version, arch, rc, stderr=""):
+    return {"version": version, "arch": arch, "skipped": False, "cmd": cp.compile_argv("/usr/local", version, arch), "rc": rc, "stdout": "", "stderr": stderr}
+
+
+@pytest.mark.parametrize(
+    "results,msg",
+    [
+        ([_compiled("13.0", "sm_120a", 0), {"version": "12.8", "arch": "sm_120a", "skipped": True}], ""),
+        ([], ""),
+        (
+            [_compiled("13.0", "sm_120a", 0), _compiled("13.0", "sm_999", 1, NVCC_BAD_ARCH)],
+            "the verify kernel did not compile (non-zero return code): /usr/local/cuda-13.0/bin/nvcc -arch=sm_999: rc 1:"
+            " nvcc fatal   : Unsupported gpu architecture 'sm_999'",
+        ),
+        (
+            [_compiled("13.0", "sm_120a", 1, NVCC_BAD_SOURCE), _compiled("12.9", "sm_120a", 2)],
+            "the verify kernel did not compile (non-zero return code): /usr/local/cuda-13.0/bin/nvcc -arch=sm_120a: rc 1:"
+            " /dev/stdin(1): error: this declaration has no storage class or type specifier;"
+            " /usr/local/cuda-12.9/bin/nvcc -arch=sm_120a: rc 2",
+        ),
+    ],
+)
+def test_compile_failure_names_each_failed_compile_and_why(results, msg):
+    assert cp.compile_failure(results) == msg
+
+
+def test_compile_record_text_is_the_json_the_role_has_always_written():
+    # ansible.builtin.to_nice_json's format, then a newline (the paths task's content)
+    record = {"/usr/local/cuda-13.0": {"sm_120a": "aaaa000011112222", "sm_100a": "aaaa000011112222"}}
+    assert cp.compile_record_text(record) == (
+        '{\n    "/usr/local/cuda-13.0": {\n        "sm_100a": "aaaa000011112222",\n        "sm_120a": "aaaa000011112222"\n    }\n}\n'
+    )
+    assert cp.compile_record_text({}) == "{}\n"
+
+
 def test_summary_line_says_a_compile_came_from_the_record():
-    results = [{"item": [{"version": "13.0"}, "sm_120a"], "skipped": True}]
+    results = [{"version": "13.0", "arch": "sm_120a", "skipped": True}]
     jit = {"has_curand_headers": True, "has_driver_stubs": True}
     (entry,) = cp.summarize([dict(TK13, **jit)], results, None, ["13.0"], RECORD)
     assert entry["compiled_for"] == ["sm_120a"] and entry["recorded"] == ["sm_120a"]
@@ -564,6 +635,18 @@ def test_dry_run_refuses_a_driver_package(name):
     )
 
 
+def test_dry_run_argv_is_apt_simulating_the_pins():
+    assert cp.dry_run_argv(["cuda-nvcc-13-0=13.0.88-1", "libcurand-13-0=10.4.0.35-1"]) == [
+        "apt-get",
+        "--simulate",
+        "--no-install-recommends",
+        "--allow-change-held-packages",
+        "install",
+        "cuda-nvcc-13-0=13.0.88-1",
+        "libcurand-13-0=10.4.0.35-1",
+    ]
+
+
 def test_dry_run_lets_the_toolkit_packages_through():
     # cuda-driver-dev (the stubs) and the toolkit's own packages are no driver
     stdout = "Inst cuda-driver-dev-13-0 (13.0.96-1 lab-mirror [amd64])\nInst cuda-nvcc-13-0 (13.0.88-1 lab-mirror [amd64])\n"
@@ -700,6 +783,11 @@ def test_role_plan_shows_no_credentials_and_renders_the_proxies():
     assert "hunter" not in json.dumps(got)
     assert cp.role_plan({}, FACTS_DEBIAN, ROLE)["apt_proxy"] == ""
     assert "hunter" not in cp.dry_run({"rc": 100, "stderr": "E: 401"}, options["repo_base_url"])["msg"]
+    # what the role gives apt's dry run to name (cuda_apt_plan's repo_base_url): the same message as from the variable
+    assert got["repo_base_url"] == "https://mirror.example/cuda/repos/"
+    failed = {"rc": 100, "stderr": "E: 401"}
+    assert cp.dry_run(failed, got["repo_base_url"])["msg"] == cp.dry_run(failed, options["repo_base_url"])["msg"]
+    assert cp.role_plan({}, FACTS_DEBIAN, dict(ROLE, method="runfile"))["repo_base_url"] is None
 
 
 def test_role_plan_refuses_a_downgrade_a_second_source_and_an_old_driver():
