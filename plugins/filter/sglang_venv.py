@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # Each filter is documented in its own <name>.yml beside this file (ansible-doc -t filter). The role's plan is not a
 # filter: the venv_probe action returns it with its reading (module_utils/venv/info.py role_plan).
-from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import call, module
+from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import module
 
 
 def sglang_venv_pip_check(result, no_deps=None):
@@ -20,6 +20,4 @@ class FilterModule:
         return {
             # a venv's pip check, for a playbook of one's own too
             "sglang_venv_pip_check": sglang_venv_pip_check,
-            # the role's checks of its variables, and its result from the marker of the venv current points at
-            "sglang_venv_current": call("venv.info", "current"),
         }

@@ -125,6 +125,8 @@ def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(b
     assert callbacks == ["fleet_summary", "progress"] and (
         modules
         == [
+            "cuda_apt_plan",
+            "cuda_compile",
             "cuda_facts",
             "cuda_link",
             "host_lock",
@@ -138,6 +140,7 @@ def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(b
             "trusted_key",
             "unit_command",
             "variables_check",
+            "venv_current",
             "venv_probe",
         ]
         and len(filters) >= 14

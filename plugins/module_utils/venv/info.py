@@ -319,6 +319,21 @@ def inputs_plan(host, root, options, prune=None):
     return out
 
 
+def read_current(root):
+    """The marker of the venv <root>/current points at (parsed), None when it cannot be read (no current, no marker).
+    A marker that is there but not JSON raises VenvError: the build writes it whole, so it was changed by hand."""
+    marker = "%s/current/%s" % (root, MARKER)
+    try:
+        with open(marker, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise VenvError("%s is not JSON (%s): the build writes it whole, so it was changed since" % (marker, exc)) from exc
+
+
 def current(meta, root, inputs_hash, changed, switched=False):
     """sglang_venv_current, the venv role's result, from the marker (.blackwell-venv.json, parsed; {} or None when
     there is none) of the venv current points at: path (the stable link), dir, hash, versions, torch_cuda, patches,
