@@ -122,18 +122,19 @@ def main():
     )
     p = module.params
     results = []
-    for job in cuda_plan.compiles(p["versions"], p["archs"], p["toolkits"], p["record"], p["live"]):
+    before = p["record"] or {}  # the record as read
+    for job in cuda_plan.compiles(p["versions"], p["archs"], p["toolkits"], before, p["live"]):
         if job["needed"]:
             results.append(compile_one(module, p["root"], job))
         else:
             results.append({"version": job["version"], "arch": job["arch"], "skipped": True})
-    record = cuda_plan.compile_record(p["toolkits"], results, p["record"])
+    record = cuda_plan.compile_record(p["toolkits"], results, before)
     out = {"changed": False, "results": results, "record": record, "recorded": False}
     msg = cuda_plan.compile_failure(results)
     if msg:
         first = next(r for r in results if not r["skipped"] and r["rc"] != 0)
         module.fail_json(msg=msg, **dict(out, **{k: first[k] for k in ("cmd", "rc", "stdout", "stderr")}))
-    out["recorded"] = out["changed"] = not p["live"] and record != p["record"]
+    out["recorded"] = out["changed"] = not p["live"] and record != before
     if out["recorded"] and not module.check_mode:
         path = p["compile_record"]
         try:

@@ -25,7 +25,7 @@ options:
     type: str
     required: true
   inputs_hash:
-    description: The name of the venv of this run's inputs (RV(current.matches_inputs) says whether current is that venv).
+    description: The name of the venv of this run's inputs (RV(current.matches_inputs) says whether current points at it).
     type: str
     required: true
   changed:
@@ -60,13 +60,50 @@ EXAMPLES = r"""
 
 RETURN = r"""
 current:
-  description:
-    - The sglang_venv role's result - C(path) (the stable link), C(dir), C(hash), C(versions), C(torch_cuda),
-      C(patches), C(no_deps), C(pip_check_set_aside), C(matches_inputs), C(changed) and C(switched).
+  description: The sglang_venv role's result (C(sglang_venv_current)).
   returned: always
   type: dict
-  sample: {path: /opt/sglang/current, dir: /opt/sglang/venvs/119f0a510a34ff5f, hash: 119f0a510a34ff5f, versions: {torch: 2.13.0},
-           torch_cuda: "13.0", patches: [], no_deps: [], pip_check_set_aside: 0, matches_inputs: true, changed: false, switched: false}
+  contains:
+    path:
+      description: The stable link, C(<root>/current).
+      type: str
+      sample: /opt/sglang/current
+    dir:
+      description: C(<root>/venvs/<hash>) of the marker's hash (C(<root>/venvs/) without a marker).
+      type: str
+      sample: /opt/sglang/venvs/119f0a510a34ff5f
+    hash:
+      description: The venv's name, the hash of its inputs (null without a marker).
+      type: str
+      sample: 119f0a510a34ff5f
+    versions:
+      description: The versions of the packages the build recorded.
+      type: dict
+      sample: {sglang: 0.5.23, flashinfer-python: 0.7.2, torch: 2.14.1, sglang-kernel: 0.4.10}
+    torch_cuda:
+      description: torch's CUDA lane (null for a CPU torch or without a marker).
+      type: str
+      sample: "13.0"
+    patches:
+      description: The file names of the patches applied.
+      type: list
+      elements: str
+    no_deps:
+      description: The packages installed without their dependencies.
+      type: list
+      elements: str
+    pip_check_set_aside:
+      description: How many lines of pip check about those packages were set aside.
+      type: int
+    matches_inputs:
+      description: Whether current is the venv of this run's inputs (O(inputs_hash)).
+      type: bool
+    changed:
+      description: Built, switched or pruned in this run, as given (O(changed)).
+      type: bool
+    switched:
+      description: C(current) moved in this run, as given (O(switched)).
+      type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
