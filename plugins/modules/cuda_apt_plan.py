@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: cuda_apt_plan
 short_description: apt's dry run of the pinned CUDA packages, and its verdict
-version_added: "0.3.0"
+version_added: "0.4.0"
 description:
   - Runs C(apt-get --simulate --no-install-recommends --allow-change-held-packages install) with the packages given
     (an argument list) and judges what apt would do from its C(Inst) and C(Remv) lines. Changes nothing, also in check

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: cuda_compile
 short_description: Each toolkit compiles a kernel for the GPUs' archs, and the record of the compiles that passed
-version_added: "0.3.0"
+version_added: "0.4.0"
 description:
   - For each toolkit wanted (O(versions)) and arch (O(archs)), runs C(<root>/cuda-X.Y/bin/nvcc -arch=<arch> -cubin -x cu
     -o /dev/null /dev/stdin) with a small kernel on its stdin (an argument list; nothing is written). A toolkit that is

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: venv_current
 short_description: The sglang_venv role's result sglang_venv_current, from the marker of the venv current points at
-version_added: "0.3.0"
+version_added: "0.4.0"
 description:
   - Reads C(<root>/current/.blackwell-venv.json), the completion marker of the venv C(current) points at, and returns
     the role's result from it as RV(current). Changes nothing, also in check mode.
