@@ -37,7 +37,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         # the module's documented options, checked and given their defaults (a wrong one fails the task, naming it)
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         step = args.pop("step")
         try:
             result.update(getattr(self, "_" + step)(args, task_vars or {}))

@@ -286,7 +286,7 @@ ARGUMENT_SPEC = {
     "observed": {"type": "dict"},
     "reread": {"type": "bool", "default": False},
     "store": {"type": "path"},
-    "keyed": {"type": "dict"},
+    "keyed": {"type": "dict", "no_log": False},  # the key file's path and the files' paths, no secret
     "settings": {"type": "dict"},
     "settings_path": {"type": "path"},
     "toolkit_installed": {"type": "bool", "default": False},

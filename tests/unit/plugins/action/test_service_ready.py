@@ -93,7 +93,7 @@ def test_the_fingerprint_without_a_read_when_the_write_and_the_observation_say_w
 
 
 def test_the_settings_are_not_pending_when_the_preflight_saw_them_as_they_are_to_be(monkeypatch):
-    first, _ = run_action(monkeypatch, fingerprint_args())
+    first, _calls = run_action(monkeypatch, fingerprint_args())
     seen = {
         "exists": True,
         "type": "file",
@@ -104,11 +104,11 @@ def test_the_settings_are_not_pending_when_the_preflight_saw_them_as_they_are_to
         "mode": 0o600,
         "sha256": paths.sha256(first["settings_paths"][0]["content"]),
     }
-    got, _ = run_action(monkeypatch, fingerprint_args(observed={SECRETS: {"exists": False}, VALIDATE: seen}))
+    got, _calls = run_action(monkeypatch, fingerprint_args(observed={SECRETS: {"exists": False}, VALIDATE: seen}))
     assert got["settings_pending"] is False
-    got, _ = run_action(monkeypatch, fingerprint_args(observed={SECRETS: {"exists": False}, VALIDATE: dict(seen, mode=0o644)}))
+    got, _calls = run_action(monkeypatch, fingerprint_args(observed={SECRETS: {"exists": False}, VALIDATE: dict(seen, mode=0o644)}))
     assert got["settings_pending"] is True
-    got, _ = run_action(monkeypatch, fingerprint_args(settings=None))
+    got, _calls = run_action(monkeypatch, fingerprint_args(settings=None))
     assert "settings_paths" not in got and "settings_pending" not in got
 
 
@@ -127,7 +127,8 @@ def sglang_inputs(files):
 
 
 def test_a_failed_read_fails_the_step_with_the_modules_message(monkeypatch):
-    got, _ = run_action(monkeypatch, fingerprint_args(reread=True), {"failed": True, "msg": "cannot read the service's state or its snapshot in /x: denied"})
+    denied = {"failed": True, "msg": "cannot read the service's state or its snapshot in /x: denied"}
+    got, _calls = run_action(monkeypatch, fingerprint_args(reread=True), denied)
     assert (
         got["failed"] is True and got["msg"] == "reading the service's files for the fingerprint: cannot read the service's state or its snapshot in /x: denied"
     )
@@ -147,19 +148,19 @@ def test_a_failed_read_fails_the_step_with_the_modules_message(monkeypatch):
 )
 def test_why_this_run_validates_again(monkeypatch, changes, foreign, why, revalidate):
     marker_args = fingerprint_args()
-    first, _ = run_action(monkeypatch, marker_args)
+    first, _calls = run_action(monkeypatch, marker_args)
     marker = {"ready": True, "inputs": first["digest"], "vouched": first["inputs"]}
-    got, _ = run_action(monkeypatch, fingerprint_args(marker=marker, foreign=foreign, **changes))
+    got, _calls = run_action(monkeypatch, fingerprint_args(marker=marker, foreign=foreign, **changes))
     assert got["need"] == {"needed": False, "why": "ready for the current inputs"}
     assert (got["why"], got["revalidate"]) == (why, revalidate)
 
 
 def test_the_verdict_is_readys(monkeypatch):
     smoke = {"steps": {"launch": {"launched": True, "detail": "scale<<<1,32>>> ok"}, "warm": {"modules": [{"name": "sampling"}]}}}
-    got, _ = run_action(monkeypatch, {"step": "verdict", "smoke": smoke})
+    got, _calls = run_action(monkeypatch, {"step": "verdict", "smoke": smoke})
     assert {k: got[k] for k in ("ready", "reason")} == ready.smoke_verdict(smoke, False)
     assert got["ready"] is True and got["reason"] == "kernel launched (scale<<<1,32>>> ok), JIT cache warm (sampling)"
-    got, _ = run_action(monkeypatch, {"step": "verdict", "smoke": {"failed": True, "msg": "nvcc failed"}, "ready_without_launch": True})
+    got, _calls = run_action(monkeypatch, {"step": "verdict", "smoke": {"failed": True, "msg": "nvcc failed"}, "ready_without_launch": True})
     assert got["ready"] is False and got["reason"] == "smoke failed: nvcc failed"
 
 
@@ -174,26 +175,26 @@ def test_the_marker_is_next_markers_at_the_controllers_utc_time(monkeypatch):
         "smoke": None,
         "restart": True,
     }
-    got, _ = run_action(monkeypatch, {"step": "marker", "previous": {}, "phase": "serving", "reason": "kernel launched (ok)", "state": state})
+    got, _calls = run_action(monkeypatch, {"step": "marker", "previous": {}, "phase": "serving", "reason": "kernel launched (ok)", "state": state})
     now = got["marker"]["time"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", now)
     assert got["marker"] == ready.next_marker({}, "serving", "kernel launched (ok)", now, state)
     assert got["marker"]["ready"] is True and got["marker"]["last_good"]["inputs"] == "d" * 64
     # overridden: a marker that says not ready already is left as it is
-    got, _ = run_action(monkeypatch, {"step": "marker", "previous": {"ready": False}, "phase": "overridden", "reason": "90-site.conf", "state": state})
+    got, _calls = run_action(monkeypatch, {"step": "marker", "previous": {"ready": False}, "phase": "overridden", "reason": "90-site.conf", "state": state})
     assert got["marker"] is None
 
 
 def test_a_marker_state_with_an_unknown_key_fails_the_task_naming_it(monkeypatch):
-    got, _ = run_action(monkeypatch, {"step": "marker", "previous": {}, "phase": "failed", "reason": "x", "state": {"ready": True}})
+    got, _calls = run_action(monkeypatch, {"step": "marker", "previous": {}, "phase": "failed", "reason": "x", "state": {"ready": True}})
     assert got["failed"] is True and got["msg"].startswith("marker state: unknown keys ready")
 
 
 def test_the_last_good_policy_and_the_rollbacks_outcome_are_settings(monkeypatch):
     restored = {"content": base64.b64encode(json.dumps({"warm": ["quantization"], "user": "svc"}).encode()).decode()}
-    got, _ = run_action(monkeypatch, {"step": "last_good", "settings": restored, "marker": {}, "warm": ["sampling"], "user": "sglang"})
+    got, _calls = run_action(monkeypatch, {"step": "last_good", "settings": restored, "marker": {}, "warm": ["sampling"], "user": "sglang"})
     assert {k: got[k] for k in ("warm", "user", "source")} == {"warm": ["quantization"], "user": "svc", "source": "settings"}
-    got, _ = run_action(monkeypatch, {"step": "last_good", "settings": {"skipped": True}, "marker": None, "warm": ["sampling"], "user": "sglang"})
+    got, _calls = run_action(monkeypatch, {"step": "last_good", "settings": {"skipped": True}, "marker": None, "warm": ["sampling"], "user": "sglang"})
     assert got["source"] == "variables" and got["warm"] == ["sampling"]
     args = {
         "cause": "smoke failed: x",
@@ -203,7 +204,7 @@ def test_the_last_good_policy_and_the_rollbacks_outcome_are_settings(monkeypatch
         "restart": True,
         "restarted": False,
     }
-    got, _ = run_action(monkeypatch, dict(args, step="rollback", restore={"failed": True, "msg": "no snapshot"}))
+    got, _calls = run_action(monkeypatch, dict(args, step="rollback", restore={"failed": True, "msg": "no snapshot"}))
     want = settings.rollback_outcome({"failed": True, "msg": "no snapshot"}, **args)
     assert {k: got[k] for k in want} == want and got["msg"].startswith("ct200 is NOT READY: smoke failed: x.")
 
