@@ -9,15 +9,7 @@ from __future__ import annotations
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.blackwell.inference.plugins.module_utils.venv import info as venv_info
-
-# the module's options (plugins/modules/venv_current.py)
-ARGUMENT_SPEC = dict(
-    root=dict(type="str", required=True),
-    inputs_hash=dict(type="str", required=True),
-    changed=dict(type="bool", default=False),
-    switched=dict(type="bool", default=False),
-    marker=dict(type="dict"),
-)
+from ansible_collections.blackwell.inference.plugins.modules.venv_current import ARGUMENT_SPEC  # the module's options
 
 
 class ActionModule(ActionBase):
