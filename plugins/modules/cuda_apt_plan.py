@@ -15,8 +15,8 @@ description:
     mode (apt only simulates).
   - Refused, and the module fails with the reason as its message and apt's C(rc), C(stdout) and C(stderr) - apt cannot
     plan the packages (the message names O(repo_base_url)), the plan installs a driver package (C(nvidia-*),
-    C(libnvidia-*), C(cuda-drivers*)), or it removes any package. Otherwise RV(msg) says what apt would install (shown
-    without C(-v) too).
+    C(libnvidia-*), C(cuda-drivers*)), or it removes any package. Otherwise RV(msg) says what apt would install (the
+    cuda_toolkit role shows it with a C(debug) task).
   - The logic lives in C(module_utils/cuda/plan.py) (C(dry_run)).
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
@@ -37,8 +37,8 @@ extends_documentation_fragment:
   - blackwell.inference.attributes.debian
 attributes:
   action:
-    description: The controller side shows RV(msg) also when the plan is accepted, as M(ansible.builtin.assert) shows its message.
-    support: full
+    description: A plain module; no controller side.
+    support: none
 """
 
 EXAMPLES = r"""
