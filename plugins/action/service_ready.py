@@ -94,3 +94,9 @@ class ActionModule(ActionBase):
         """What the rollback says when it is over: {note, errors, reason, msg} (settings.py rollback_outcome)."""
         keys = ("cause", "host", "marker_path", "unit", "restart", "restarted", "venv", "venv_back", "reload", "start", "stop", "rewarm", "health_back")
         return settings.rollback_outcome(a.get("restore"), **{k: a.get(k) for k in keys})
+
+    def _files(self, a, task_vars):
+        """Which of the role's paths this run writes, and whether its account and units phase has work (plan.py files)."""
+        if a.get("paths") is None or a.get("mode") is None:
+            raise ValueError("step files needs paths and mode")
+        return plan.files(a.get("plan") or {}, a.get("probe"), a.get("paths"), a.get("mode"), a.get("has_secrets"), a.get("boot_validation"))

@@ -11,12 +11,9 @@ from ansible_collections.blackwell.inference.plugins.plugin_utils.filters import
 class FilterModule:
     def filters(self):
         return {
-            # the plan, the checks and the summary
-            "sglang_service_files_plan": call("service.plan", "files", guarded=True),
-            "sglang_service_probe_env": call("service.plan", "probe_environment"),
+            # the summary
             "sglang_service_summary": call("service.plan", "summary"),
             # READY (module_utils/service/ready.py)
-            "sglang_service_health_stands": call("service.ready", "health_stands"),
             "sglang_service_host_verdict": call("service.ready", "host_verdict"),
             "sglang_service_textfile": call("service.textfile", "document"),
             # a unit's value, escaped for its setting (module_utils/service/settings.py systemd_value)

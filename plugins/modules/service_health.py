@@ -30,6 +30,8 @@ description:
     answer from another process (a server started by hand on the same port) ends the wait at once, naming that
     process (pid, user, command).
   - Read-only; C(changed) is always false. It also waits in check mode (nothing is changed by asking).
+  - With O(look), an earlier look that stands and that nothing of O(changed_since) made stale is taken instead - the
+    task is skipped without a call to the host (module_utils/service/ready.py C(health_stands)).
   - A failure to measure the summary's facts (O(facts)) whose message or command output is long is told in a few
     lines, with the full output in a log in C(/var/log/blackwell-inference/) (0750, the log 0640) and the result's
     C(rc), C(stdout) and C(stderr) cut to their last 40 lines (4 KB).
@@ -113,9 +115,42 @@ options:
     description:
       - The unit's C(InvocationID) before this run restarted it; an answer counts only from a later start of it.
     type: str
+  look:
+    description:
+      - An earlier look at the service, as M(blackwell.inference.service_probe) returns it (its C(health)).
+      - When it stands (the health endpoint answered, and the sampled request when there was one) and nothing of
+        O(changed_since) happened since, the action plugin answers on the controller, without a call to the host - the
+        task is skipped (C(skipped), C(skip_reason)), as a task whose condition is false. Otherwise, and without it, the
+        module asks the service.
+      - Handled on the controller (the action plugin), never sent to the host.
+    type: dict
+    version_added: 0.4.0
+  changed_since:
+    description:
+      - With O(look), what happened since it was taken; any one of them means the service is asked again. Handled on
+        the controller, never sent to the host.
+    type: dict
+    version_added: 0.4.0
+    suboptions:
+      revalidated:
+        description: A validation or a rollout ran in this run.
+        type: bool
+        default: false
+      enable_changed:
+        description: The task that enables and starts the service changed it (it may have started it).
+        type: bool
+        default: false
+      further_services:
+        description: Further services of the host follow (the summary's O(facts) are gathered after the last of them).
+        type: bool
+        default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
+attributes:
+  action:
+    description: The controller side answers without a call to the host when O(look) stands; otherwise the module asks.
+    support: full
 """
 
 EXAMPLES = r"""
@@ -134,9 +169,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+skip_reason:
+  description: Why the service was not asked - O(look) stands for this check (the task is skipped).
+  returned: when O(look) stands
+  type: str
 answered:
   description: Whether the endpoint answered HTTP 200 (and, with O(sample_url), the sampled request succeeded).
-  returned: always
+  returned: unless the task is skipped (O(look) stands)
   type: bool
 msg:
   description: Why it did not answer (the unit's state, the known causes from its journal).
@@ -144,7 +183,7 @@ msg:
   type: str
 status:
   description: HTTP status of the last request (the sampled request's when the endpoint answered; -1 when nothing answered).
-  returned: always
+  returned: unless the task is skipped (O(look) stands)
   type: int
 sample:
   description: The sampled request - C(url), C(status), C(ok), C(detail), C(seconds), C(meta_info) of the answer.
@@ -152,7 +191,7 @@ sample:
   type: dict
 seconds:
   description: Seconds waited.
-  returned: always
+  returned: unless the task is skipped (O(look) stands)
   type: float
 unit_state:
   description: >-
@@ -166,7 +205,7 @@ not_the_unit:
   type: str
 gave_up:
   description: Why the wait ended before the timeout (the unit died or crash-looped), or null.
-  returned: always
+  returned: unless the task is skipped (O(look) stands)
   type: str
 causes:
   description:
@@ -202,30 +241,40 @@ from ansible_collections.blackwell.inference.plugins.module_utils.service import
 from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 
 FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
+# the action plugin checks the same options when it answers on the controller (plugins/action/service_health.py)
+ARGUMENT_SPEC = {
+    "url": {"type": "str", "required": True},
+    "unit": {"type": "str"},
+    "timeout": {"type": "int", "default": 120},
+    "interval": {"type": "float", "default": 2},
+    "request_timeout": {"type": "int", "default": 5},
+    "crash_limit": {"type": "int", "default": 3},
+    "must_answer": {"type": "bool", "default": True},
+    "sample_url": {"type": "str"},
+    "sample_body": {"type": "dict"},
+    "sample_timeout": {"type": "int", "default": 300},
+    "cuda_version": {"type": "str"},
+    "torch_driver": {"type": "dict"},
+    "environment": {"type": "dict"},
+    "facts": {"type": "dict"},
+    "invocation_before": {"type": "str"},
+    # the action's, never sent
+    "look": {"type": "dict"},
+    "changed_since": {
+        "type": "dict",
+        "apply_defaults": True,
+        "options": {
+            "revalidated": {"type": "bool", "default": False},
+            "enable_changed": {"type": "bool", "default": False},
+            "further_services": {"type": "bool", "default": False},
+        },
+    },
+}
+REQUIRED_BY = {"sample_url": "sample_body"}
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "url": {"type": "str", "required": True},
-            "unit": {"type": "str"},
-            "timeout": {"type": "int", "default": 120},
-            "interval": {"type": "float", "default": 2},
-            "request_timeout": {"type": "int", "default": 5},
-            "crash_limit": {"type": "int", "default": 3},
-            "must_answer": {"type": "bool", "default": True},
-            "sample_url": {"type": "str"},
-            "sample_body": {"type": "dict"},
-            "sample_timeout": {"type": "int", "default": 300},
-            "cuda_version": {"type": "str"},
-            "torch_driver": {"type": "dict"},
-            "environment": {"type": "dict"},
-            "facts": {"type": "dict"},
-            "invocation_before": {"type": "str"},
-        },
-        required_by={"sample_url": "sample_body"},
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, required_by=REQUIRED_BY, supports_check_mode=True)
     p = module.params
     refused = health.sample_checked(p["sample_body"]) if p["sample_url"] else None
     if refused:

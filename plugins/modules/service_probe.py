@@ -71,6 +71,13 @@ options:
     description:
       - Gather C(blackwell_cuda) too, with these options of M(blackwell.inference.cuda_facts) (C(nvidia_smi),
         C(environment), C(venv), C(venv_optional), C(toolkit_root), C(proc_devices)). Omitted, no facts are returned.
+      - Instead of C(environment), C(service_environment) - what the environment is worked out from, the service
+        role's variables - C(environment) (C(sglang_service_environment)), C(cuda_home) and C(venv) (both required),
+        C(arch_list) (C(sglang_service_arch_list), empty for none). The environment is then C(environment) with
+        C(CUDA_HOME) set to C(cuda_home), C(PATH) to the unit's (C(<cuda_home>/bin:<venv>/bin:) and systemd's default
+        PATH) and C(FLASHINFER_CUDA_ARCH_LIST) to C(arch_list) when it is not empty
+        (C(module_utils/service/settings.py) C(probe_environment)). Given the same options, the lock's reading and
+        this module work it out alike.
     type: dict
   health:
     description:
@@ -136,6 +143,17 @@ EXAMPLES = r"""
     unit: {unit: sglang.service, venv: /opt/sglang/current, keep: true}
     facts:
       environment: {CUDA_HOME: /usr/local/cuda-13.0, PATH: "/usr/local/cuda-13.0/bin:/opt/sglang/current/bin:/usr/bin:/bin"}
+      venv: /opt/sglang/current
+      venv_optional: true
+  register: probe
+
+- name: The same, in the environment the unit would get (worked out from the service role's variables)
+  blackwell.inference.service_probe:
+    marker: /etc/ansible/facts.d/blackwell_inference.fact
+    cuda_home: /usr/local/cuda-13.0
+    jit_dir: /var/cache/sglang/jit
+    facts:
+      service_environment: {environment: {NCCL_DEBUG: WARN}, cuda_home: /usr/local/cuda-13.0, venv: /opt/sglang/current, arch_list: ""}
       venv: /opt/sglang/current
       venv_optional: true
   register: probe

@@ -22,6 +22,11 @@ description:
   - C(marker) - the ready marker a phase of the play writes (C(marker), null when the phase leaves it as it is).
   - C(last_good) - the JIT modules and user of the last good state a rollback puts back.
   - C(rollback) - what a rollback says when every step of it has run (C(note), C(errors), C(reason), C(msg)).
+  - C(files) - which of the role's paths this run writes (C(account), C(unit_files)), whether a
+    P(blackwell.inference.paths#module) call would change any of them as the preflight's probe saw the host
+    (C(account_pending), C(unit_files_pending)), the JIT workspaces of venvs that are gone (C(stale_workspaces)), whether
+    a ready state becomes the last good one (C(adopt)), and whether the account and units phase has anything to do
+    (C(work)).
   - The sglang_service role calls it; a playbook of one's own has no need to.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
@@ -30,7 +35,7 @@ options:
     description: What to judge.
     type: str
     required: true
-    choices: [fingerprint, verdict, marker, last_good, rollback]
+    choices: [fingerprint, verdict, marker, last_good, rollback, files]
   marker:
     description: C(fingerprint), C(last_good) - the ready marker as it was before this run (null or V({}) when none).
     type: raw
@@ -168,6 +173,33 @@ options:
   health_back:
     description: C(rollback) - the health check's result.
     type: dict
+  plan:
+    description: C(files) - the preflight's plan (service_probe's C(plan)); its C(env) names this run's JIT workspace.
+    type: dict
+  probe:
+    description:
+      - C(files) - the preflight's probe, as registered (C(observed), C(gone_venv_links), C(snapshot), C(marker) are
+        read).
+    type: dict
+  paths:
+    description:
+      - C(files) - the role's paths as P(blackwell.inference.paths#module) takes them, rendered - C(account) and
+        C(validator) (lists), and one entry each for C(unit), C(dropin), C(modules_load), C(validate_unit),
+        C(ready_unit), C(secrets_gone), C(validate_unit_gone) and C(ready_unit_gone). Only the entries this run wants
+        are used (the task renders every one).
+    type: dict
+  mode:
+    description: C(files) - C(sglang_service_mode).
+    type: str
+    choices: [unit, dropin]
+  has_secrets:
+    description: C(files) - C(sglang_service_secret_environment) is not empty (the secrets file is kept).
+    type: bool
+    default: false
+  boot_validation:
+    description: C(files) - C(sglang_service_boot_validation).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
@@ -268,12 +300,43 @@ msg:
   description: C(rollback) - the play's one failure message.
   returned: step is rollback
   type: str
+account:
+  description: C(files) - the account phase's entries (the directories, the workspace's link, the boot validator's files).
+  returned: step is files
+  type: list
+  elements: dict
+unit_files:
+  description: C(files) - the unit files' entries (and those no longer wanted, absent).
+  returned: step is files
+  type: list
+  elements: dict
+account_pending:
+  description: C(files) - writing C(account) would change what the preflight observed.
+  returned: step is files
+  type: bool
+unit_files_pending:
+  description: C(files) - writing C(unit_files) would change what the preflight observed.
+  returned: step is files
+  type: bool
+stale_workspaces:
+  description: C(files) - the JIT workspaces whose venv link no longer resolves (never this run's).
+  returned: step is files
+  type: list
+  elements: str
+adopt:
+  description: C(files) - the ready marker's state becomes the last good one (no readable snapshot is there).
+  returned: step is files
+  type: bool
+work:
+  description: C(files) - the account and units phase has anything to do.
+  returned: step is files
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 ARGUMENT_SPEC = {
-    "step": {"type": "str", "required": True, "choices": ["fingerprint", "verdict", "marker", "last_good", "rollback"]},
+    "step": {"type": "str", "required": True, "choices": ["fingerprint", "verdict", "marker", "last_good", "rollback", "files"]},
     "marker": {"type": "raw"},
     "facts": {"type": "dict"},
     "cuda_home": {"type": "str"},
@@ -316,6 +379,12 @@ ARGUMENT_SPEC = {
     "stop": {"type": "dict"},
     "rewarm": {"type": "dict"},
     "health_back": {"type": "dict"},
+    "plan": {"type": "dict"},
+    "probe": {"type": "dict"},
+    "paths": {"type": "dict"},
+    "mode": {"type": "str", "choices": ["unit", "dropin"]},
+    "has_secrets": {"type": "bool", "default": False},
+    "boot_validation": {"type": "bool", "default": True},
 }
 
 

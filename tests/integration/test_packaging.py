@@ -144,7 +144,7 @@ def test_every_module_filter_and_role_documents_itself_from_the_installed_copy(b
             "venv_current",
             "venv_probe",
         ]
-        and len(filters) == 15  # the twelve an operator may call and three private ones (docs/architecture.md)
+        and len(filters) == 12  # the twelve an operator may call, none private (docs/architecture.md)
         and len(roles) == 3
     )
     for kind, names in (("module", modules), ("filter", filters), ("callback", callbacks), ("role", roles)):

@@ -16,10 +16,13 @@ from ansible_collections.blackwell.inference.plugins.module_utils.host import me
 from ansible_collections.blackwell.inference.plugins.module_utils.service import health as health_logic
 from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 from ansible_collections.blackwell.inference.plugins.module_utils.service import probe as service_probe
+from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as service_settings
 from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as unit_logic
 
 UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep")
 FACTS_OPTIONS = ("nvidia_smi", "environment", "venv", "venv_optional", "toolkit_root", "proc_devices")
+# facts.service_environment: what the environment FlashInfer is measured in is worked out from (service_environment())
+SERVICE_ENVIRONMENT_OPTIONS = ("environment", "cuda_home", "venv", "arch_list")
 SUMMARY_FACTS_OPTIONS = ("nvidia_smi", "unit", "venv", "venv_optional", "flashinfer_version", "toolkit_root", "services")
 HEALTH_OPTIONS = ("path", "sample_path", "listen", "sample_body", "unit", "venv", "request_timeout", "sample_timeout")
 # the options of a reading; the first three are required, the others may be absent or null (not read)
@@ -49,7 +52,8 @@ def read(module, run, p):
     health look's unit state); run: a runner (commands.CachingRunner), whose calls are returned as commands_run."""
     # the facts of the service's environment need nothing else of this reading: gathered while the unit is read and
     # the service looked at (each waits on its commands or the service's answer)
-    facts = commands.aside(gather_facts, commands.Quiet(module), run, p["facts"], FACTS_OPTIONS) if p["facts"] is not None else None
+    given = service_environment(p["facts"]) if p["facts"] is not None else None
+    facts = commands.aside(gather_facts, commands.Quiet(module), run, given, FACTS_OPTIONS) if given is not None else None
     out = {"unit": read_unit(run, p["unit"], module.boolean) if p["unit"] is not None else None}
     marker, marker_error = service_probe.read_marker(p["marker"])
     out["health"] = look(module, p["health"], (out["unit"] or {}).get("listen"), marker) if p["health"] is not None else None
@@ -74,6 +78,25 @@ def read(module, run, p):
         commands_run=list(run.calls),
         **out,
     )
+
+
+def service_environment(given):
+    """The facts' options as cuda_facts takes them: `service_environment` ({environment, cuda_home, venv, arch_list}, the
+    service role's variables) becomes `environment`, the one the preflight's probe measures FlashInfer in
+    (settings.py probe_environment). The lock's reading and the probe are given the same options and work it out alike."""
+    given = dict(given)
+    inputs = given.pop("service_environment", None)
+    if inputs is None:
+        return given
+    kw = options("facts: service_environment", inputs, SERVICE_ENVIRONMENT_OPTIONS)
+    if given.get("environment") is not None:
+        raise ReadError("facts: environment or service_environment, not both")
+    if not kw.get("cuda_home") or not kw.get("venv"):
+        raise ReadError("facts: service_environment needs cuda_home and venv")
+    if not isinstance(kw.get("environment") or {}, dict):
+        raise ReadError("facts: service_environment's environment must be a mapping")
+    given["environment"] = service_settings.probe_environment(kw.get("environment"), kw["cuda_home"], kw["venv"], kw.get("arch_list") or "")
+    return given
 
 
 def observe(patterns, keyed, boolean):

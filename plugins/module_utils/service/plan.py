@@ -245,16 +245,6 @@ def summary(marker, facts):
     }
 
 
-def probe_environment(environment, cuda_home, venv, arch_list=""):
-    """The environment the preflight's probe measures FlashInfer in, before the plan exists: the role's variables'
-    environment with CUDA_HOME and the unit's PATH (sglang_service.service_path), and sglang_service_arch_list when set."""
-    env = {str(k): str(v) for k, v in (environment or {}).items()}
-    env.update({"CUDA_HOME": str(cuda_home), "PATH": sglang_service.service_path(cuda_home, venv)})
-    if arch_list:
-        env["FLASHINFER_CUDA_ARCH_LIST"] = str(arch_list)
-    return env
-
-
 def plan(facts, cuda_home, venv, cache_dir, arch_list="", build_log="", ld_library_path=(), extra=None, check_mode=False, unit=None, mode=None):
     """{error} for the first refusal, else {error: None, archs, arch_source, env, venv_target, versions, toolkit}.
     A sglang_service_environment that sets a derived key raises ValueError (named by sglang_service.environment).

@@ -81,6 +81,16 @@ def service_path(cuda_home, venv):
     return "%s/bin:%s/bin:%s" % (str(cuda_home).rstrip("/"), str(venv).rstrip("/"), SYSTEM_PATH)
 
 
+def probe_environment(environment, cuda_home, venv, arch_list=""):
+    """The environment the preflight's probe measures FlashInfer in, before the plan exists: the role's variables'
+    environment with CUDA_HOME and the unit's PATH (service_path), and sglang_service_arch_list when set."""
+    env = {str(k): str(v) for k, v in (environment or {}).items()}
+    env.update({"CUDA_HOME": str(cuda_home), "PATH": service_path(cuda_home, venv)})
+    if arch_list:
+        env["FLASHINFER_CUDA_ARCH_LIST"] = str(arch_list)
+    return env
+
+
 def environment(cuda_home, venv, cache_dir, archs, build_log="", ld_library_path=(), extra=None, venv_target=None):
     """The service's environment: toolkit first on PATH, pinned archs and cache, nothing implicit.
     With `venv_target` (the venv the link points at), FlashInfer's workspace is that venv's own

@@ -214,3 +214,51 @@ def test_an_unknown_step_or_option_is_refused_by_name(monkeypatch):
         run_action(monkeypatch, {"step": "revalidation"})
     with pytest.raises(Exception, match="smoke_result"):
         run_action(monkeypatch, {"step": "verdict", "smoke_result": {}})
+
+
+WS = "/var/cache/sglang/jit/abc"
+ENTRY = {"state": "file", "owner": "root", "group": "root", "mode": "0644", "content": "x\n"}
+PATHS = {
+    "account": [{"path": "/var/cache/sglang", "state": "directory", "owner": "sglang", "group": "sglang", "mode": "0750"}],
+    "validator": [dict(ENTRY, path="/usr/local/libexec/blackwell-inference/boot_validate.py")],
+    "secrets_gone": {"path": "/etc/blackwell-inference/sglang.secrets.env", "state": "absent"},
+    "unit": dict(ENTRY, path=UNIT),
+    "dropin": dict(ENTRY, path=UNIT + ".d/50-blackwell-inference.conf"),
+    "modules_load": dict(ENTRY, path="/etc/modules-load.d/blackwell-inference-nvidia-uvm.conf"),
+    "validate_unit": dict(ENTRY, path="/etc/systemd/system/sglang-validate.service"),
+    "ready_unit": dict(ENTRY, path="/etc/systemd/system/sglang-ready.service"),
+    "validate_unit_gone": {"path": "/etc/systemd/system/sglang-validate.service", "state": "absent"},
+    "ready_unit_gone": {"path": "/etc/systemd/system/sglang-ready.service", "state": "absent"},
+}
+
+
+@pytest.mark.parametrize(
+    "probe, mode, has_secrets, boot_validation",
+    [
+        # a first run: nothing observed, every call pending
+        ({}, "dropin", False, True),
+        ({}, "unit", True, False),
+        # a ready host without a snapshot (adopted), a workspace whose venv is gone (this run's own never is)
+        (
+            {"marker": {"ready": True}, "snapshot": {"exists": False}, "gone_venv_links": ["/var/cache/sglang/jit/old/venv", WS + "/venv"]},
+            "dropin",
+            False,
+            True,
+        ),
+    ],
+)
+def test_the_files_step_is_plans_files_without_a_call_to_the_host(monkeypatch, probe, mode, has_secrets, boot_validation):
+    planned = {"env": {"FLASHINFER_WORKSPACE_BASE": WS}}
+    args = {"step": "files", "plan": planned, "probe": probe, "paths": PATHS, "mode": mode, "has_secrets": has_secrets, "boot_validation": boot_validation}
+    got, calls = run_action(monkeypatch, args)
+    want = plan.files(planned, probe, PATHS, mode, has_secrets, boot_validation)
+    assert calls == [] and got == dict(want, changed=False)
+
+
+def test_the_files_step_defaults_as_the_filter_did_and_needs_the_paths_and_the_mode(monkeypatch):
+    got, _calls = run_action(monkeypatch, {"step": "files", "plan": {}, "probe": {}, "paths": PATHS, "mode": "dropin"})
+    assert got == dict(plan.files({}, {}, PATHS, "dropin", False, True), changed=False)
+    got, _calls = run_action(monkeypatch, {"step": "files", "plan": {}, "probe": {}, "mode": "dropin"})
+    assert got["failed"] is True and got["msg"] == "step files needs paths and mode"
+    with pytest.raises(Exception, match="mode"):
+        run_action(monkeypatch, {"step": "files", "paths": PATHS, "mode": "both"})

@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.host import service_read as sr
+from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as service_settings
 
 
 class Module:
@@ -147,3 +148,73 @@ def test_the_secrets_file_is_observed_by_its_keyed_digest_and_the_key_is_made_on
     assert observed(True)[str(secret)]["sha256"] != got[str(secret)]["sha256"]  # a changed one: another
     with pytest.raises(sr.ReadError, match="keyed: unsupported option"):
         sr.read(Module(), None, sr.params({"marker": "/m", "cuda_home": "/c", "jit_dir": "/j", "keyed": {"key": str(key), "salt": 1}}))
+
+
+SERVICE_ENV = {
+    "environment": {"NCCL_DEBUG": "WARN", "HF_HUB_OFFLINE": 1},
+    "cuda_home": "/usr/local/cuda-13.0",
+    "venv": "/opt/sglang/current",
+    "arch_list": "12.0a",
+}
+
+
+@pytest.mark.parametrize(
+    "given, want",
+    [
+        # the role's variables: the environment as settings.py probe_environment works it out
+        (
+            {"nvidia_smi": "nvidia-smi", "service_environment": SERVICE_ENV, "venv": "/opt/sglang/current"},
+            {
+                "nvidia_smi": "nvidia-smi",
+                "venv": "/opt/sglang/current",
+                "environment": service_settings.probe_environment(
+                    {"NCCL_DEBUG": "WARN", "HF_HUB_OFFLINE": 1}, "/usr/local/cuda-13.0", "/opt/sglang/current", "12.0a"
+                ),
+            },
+        ),
+        # no arch list: none set; a null environment is none
+        (
+            {"service_environment": dict(SERVICE_ENV, environment=None, arch_list="")},
+            {"environment": service_settings.probe_environment({}, "/usr/local/cuda-13.0", "/opt/sglang/current")},
+        ),
+        # an environment given as it is stays as it is
+        ({"environment": {"CUDA_HOME": "/c"}}, {"environment": {"CUDA_HOME": "/c"}}),
+        ({"nvidia_smi": "nvidia-smi"}, {"nvidia_smi": "nvidia-smi"}),
+    ],
+)
+def test_the_facts_environment_is_worked_out_from_the_services_variables(given, want):
+    assert sr.service_environment(given) == want
+
+
+@pytest.mark.parametrize(
+    "given, refusal",
+    [
+        ({"environment": {}, "service_environment": SERVICE_ENV}, "facts: environment or service_environment, not both"),
+        ({"service_environment": dict(SERVICE_ENV, cuda_home="")}, "facts: service_environment needs cuda_home and venv"),
+        ({"service_environment": {"cuda_home": "/c"}}, "facts: service_environment needs cuda_home and venv"),
+        ({"service_environment": dict(SERVICE_ENV, path="/bin")}, "facts: service_environment: unsupported option(s) path"),
+        ({"service_environment": dict(SERVICE_ENV, environment=["A=1"])}, "facts: service_environment's environment must be a mapping"),
+    ],
+)
+def test_service_environment_is_refused_as_a_reading_error(given, refusal):
+    with pytest.raises(sr.ReadError) as err:
+        sr.service_environment(given)
+    assert err.value.msg.startswith(refusal), err.value.msg
+
+
+def test_the_reading_measures_in_the_worked_out_environment(tmp_path, monkeypatch):
+    """The probe and the lock's read.service, given the same options, gather the facts in the same environment."""
+    marker = tmp_path / "sglang.fact"
+    marker.write_text(json.dumps({"ready": False}))
+    gathered = []
+
+    def facts(module, run, given, known):
+        gathered.append(given)
+        return {"gpus": []}
+
+    monkeypatch.setattr(sr, "gather_facts", facts)
+    options = {"marker": str(marker), "cuda_home": "/c", "jit_dir": str(tmp_path), "facts": {"nvidia_smi": "nvidia-smi", "service_environment": SERVICE_ENV}}
+    got = sr.read(Module(), commands.CachingRunner(no_commands), sr.params(options))
+    (given,) = gathered
+    assert given == {"nvidia_smi": "nvidia-smi", "environment": service_settings.probe_environment(**SERVICE_ENV)}
+    assert got["blackwell_cuda"] == {"gpus": []} and options["facts"]["service_environment"] == SERVICE_ENV

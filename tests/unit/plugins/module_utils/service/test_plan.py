@@ -144,34 +144,6 @@ def test_fingerprint_checksums_come_from_the_write_or_the_probe(written, observe
 
 
 @pytest.mark.parametrize(
-    "environment, cuda_home, venv, arch_list, expected",
-    [
-        # the defaults: the unit's PATH with the toolkit first, no arch list (SGLang's or FlashInfer's own decides)
-        ({}, CUDA13, VENV, "", {"CUDA_HOME": CUDA13, "PATH": CUDA13 + "/bin:" + VENV + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}),
-        # trailing slashes do not double; an override goes in; the operator's own keys stay, as strings
-        (
-            {"HF_HUB_OFFLINE": 1, "NCCL_DEBUG": "WARN"},
-            CUDA13 + "/",
-            "/srv/sglang/current/",
-            "12.0a",
-            {
-                "HF_HUB_OFFLINE": "1",
-                "NCCL_DEBUG": "WARN",
-                "CUDA_HOME": CUDA13 + "/",
-                "PATH": CUDA13 + "/bin:/srv/sglang/current/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                "FLASHINFER_CUDA_ARCH_LIST": "12.0a",
-            },
-        ),
-    ],
-)
-def test_the_probe_measures_flashinfer_in_the_units_path(environment, cuda_home, venv, arch_list, expected):
-    got = service_plan.probe_environment(environment, cuda_home, venv, arch_list)
-    assert got == expected
-    # the same PATH the unit gets from the plan (one home: sglang_service.service_path)
-    assert got["PATH"] == service_plan.sglang_service.environment(cuda_home, venv, CACHE, "12.0a")["PATH"]
-
-
-@pytest.mark.parametrize(
     "environment, refused",
     [
         ({}, False),

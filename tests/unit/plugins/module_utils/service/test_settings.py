@@ -588,3 +588,40 @@ def test_the_gpu_run_sandboxes_its_units_the_same_way():
     assert "plugins.module_utils.service import settings" in script and "for kv in settings.SANDBOX" in script
     assert 'for setting in "${sandbox[@]}"; do props+=(-p "$setting"); done' in script
     assert "plugins.module_utils.cuda import devices as sd\nprint" in script
+
+
+PROBE_CUDA, PROBE_VENV, PROBE_CACHE = "/usr/local/cuda-13.0", "/opt/sglang/current", "/var/cache/sglang"
+
+
+@pytest.mark.parametrize(
+    "environment, cuda_home, venv, arch_list, expected",
+    [
+        # the defaults: the unit's PATH with the toolkit first, no arch list (SGLang's or FlashInfer's own decides)
+        (
+            {},
+            PROBE_CUDA,
+            PROBE_VENV,
+            "",
+            {"CUDA_HOME": PROBE_CUDA, "PATH": PROBE_CUDA + "/bin:" + PROBE_VENV + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+        ),
+        # trailing slashes do not double; an override goes in; the operator's own keys stay, as strings
+        (
+            {"HF_HUB_OFFLINE": 1, "NCCL_DEBUG": "WARN"},
+            PROBE_CUDA + "/",
+            "/srv/sglang/current/",
+            "12.0a",
+            {
+                "HF_HUB_OFFLINE": "1",
+                "NCCL_DEBUG": "WARN",
+                "CUDA_HOME": PROBE_CUDA + "/",
+                "PATH": PROBE_CUDA + "/bin:/srv/sglang/current/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                "FLASHINFER_CUDA_ARCH_LIST": "12.0a",
+            },
+        ),
+    ],
+)
+def test_the_probe_measures_flashinfer_in_the_units_path(environment, cuda_home, venv, arch_list, expected):
+    got = ss.probe_environment(environment, cuda_home, venv, arch_list)
+    assert got == expected
+    # the same PATH the unit gets from the plan (one home: service_path)
+    assert got["PATH"] == ss.environment(cuda_home, venv, PROBE_CACHE, "12.0a")["PATH"]
