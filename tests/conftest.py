@@ -36,27 +36,33 @@ def _flush():
     _current.update(path=None, seconds=0.0, failed=0)  # keeps "controller"
 
 
-# Seconds each lab file took on this machine kind (2 cores, a fresh run), a scheduling hint only: the lab
-# files are handed to the two workers longest first, so neither ends with a long file while the other idles.
+# Seconds each lab file took on this machine kind (2 cores, a fresh run: ba6ac74's), a scheduling hint only: the lab
+# files are handed to the two workers longest first, so neither ends with a long file while the other idles. A file
+# missing here would run last (tests/unit/test_schedule.py fails on one).
 LAB_FILE_SECONDS = {
-    "tests/lab/faults/test_ready_rollback.py": 950,
-    "tests/lab/faults/test_ready_boot_lock.py": 850,
-    "tests/lab/faults/test_rollback_goes_on.py": 250,
-    "tests/lab/faults/test_short_failures.py": 120,
-    "tests/lab/faults/test_not_the_units_answer.py": 120,
-    "tests/lab/faults/test_foreign_dropin.py": 90,
-    "tests/lab/before/test_unit_values.py": 60,
-    "tests/lab/faults/test_faults_kill.py": 600,
-    "tests/lab/faults/test_faults.py": 500,
-    "tests/lab/after/test_sglang_venv.py": 450,
-    "tests/lab/after/test_sglang_service.py": 330,
-    "tests/lab/faults/test_security.py": 300,
-    "tests/lab/faults/test_fleet_roll.py": 200,
-    "tests/lab/faults/test_bad_variables.py": 100,
-    "tests/lab/after/test_cuda_toolkit.py": 130,
+    "tests/lab/faults/test_ready_rollback.py": 900,
+    "tests/lab/faults/test_ready_boot_lock.py": 640,
+    "tests/lab/after/test_sglang_venv.py": 410,
+    "tests/lab/faults/test_faults_kill.py": 340,
+    "tests/lab/faults/test_faults.py": 300,
+    "tests/lab/faults/test_bad_variables.py": 280,
+    "tests/lab/faults/test_failure_causes.py": 270,
+    "tests/lab/before/test_cuda_link.py": 270,
+    "tests/lab/after/test_sglang_service.py": 200,
+    "tests/lab/after/test_cuda_toolkit.py": 190,
+    "tests/lab/faults/test_short_failures.py": 170,
+    "tests/lab/before/test_cuda_repo_trust.py": 170,
+    "tests/lab/faults/test_security.py": 130,
+    "tests/lab/faults/test_fleet_roll.py": 120,
+    "tests/lab/before/test_cuda_toolkit_refusals.py": 90,
     "tests/lab/after/test_operator_account.py": 90,
-    "tests/lab/before/test_cuda_link.py": 350,
-    "tests/lab/before/test_cuda_repo_trust.py": 120,
+    "tests/lab/faults/test_rollback_goes_on.py": 80,
+    "tests/lab/faults/test_foreign_dropin.py": 80,
+    "tests/lab/faults/test_not_the_units_answer.py": 70,
+    "tests/lab/before/test_unit_values.py": 50,
+    "tests/lab/before/test_lab_host.py": 30,
+    "tests/lab/after/test_site_facts.py": 20,
+    "tests/lab/before/test_before_state.py": 10,
 }
 
 

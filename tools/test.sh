@@ -2,7 +2,8 @@
 # `make test`: every check, each stage timed (tools/stage.sh, $BLACKWELL_TIMINGS); pytest comes last, so
 # the run ends with pytest's summary, after the table of stage timings.
 # The lab's cached artifacts (rootfs, apt mirror, wheelhouse, oracle venv; downloads and disk) are built
-# in the background while the toolchain installs and lint and sanity (CPU) run; pytest starts when all are done.
+# in the background while the toolchain installs and lint and sanity (CPU, side by side) run; pytest starts when all
+# are done.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 export BLACKWELL_TIMINGS=${BLACKWELL_TIMINGS:-$PWD/tests/output/timings.tsv}
@@ -22,10 +23,16 @@ cache=$!
 tools/stage.sh toolchain make --no-print-directory collection || exit 1
 tools/stage.sh oracle-venv .venv/bin/python tests/integration/conftest.py >>"$log" 2>&1 &
 oracle=$!
-tools/stage.sh lint make --no-print-directory lint
+# lint (about 1.2 cores) and sanity (one core) side by side, each into its own log, shown once both are done
+tools/stage.sh lint make --no-print-directory lint >tests/output/lint.log 2>&1 &
+lint_job=$!
+tools/stage.sh sanity make --no-print-directory sanity >tests/output/sanity.log 2>&1 &
+sanity_job=$!
+wait "$lint_job"
 lint=$?
-tools/stage.sh sanity make --no-print-directory sanity
+wait "$sanity_job"
 sanity=$?
+cat tests/output/lint.log tests/output/sanity.log
 for job in "$cache" "$oracle"; do
   if ! wait "$job"; then
     echo "building the lab cache failed ($log):"
