@@ -1,7 +1,8 @@
 # Copyright: blackwell.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller side of blackwell.inference.service_probe: the reading site.yml's lock made with the same options (given
-as `reading`) is returned, facts included, without a call to the host; otherwise the module reads. Given `validator`,
+as `reading`) is returned, facts included, without a call to the host, unless `changed_since_reading` says a step since
+changed the host (or does not know); otherwise the module reads. Given `validator`,
 it also returns the boot validator's files (`validator_paths`): this collection's module_utils the validator imports,
 read from the collection itself, as entries of the paths module. Given `plan`, it returns the preflight's plan worked out
 from that reading (module_utils/service/plan.py probe_plan) beside it."""
@@ -52,6 +53,8 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         validator = self._task.args.pop("validator", None)
         planning = self._task.args.pop("plan", None)
+        if not lock_reading.unchanged_since(self._task.args.pop("changed_since_reading", None)):
+            self._task.args.pop("reading", None)  # the host changed since the lock read it: the module reads
         result.update(lock_reading.run(self, "blackwell.inference.service_probe", lambda args: {k: args.get(k) for k in OPTIONS}, task_vars))
         if validator:
             result["validator_paths"] = validator_paths(validator)

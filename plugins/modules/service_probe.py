@@ -29,8 +29,8 @@ description:
   - With O(summary_facts), also C(blackwell_cuda) of the service as its unit has it now, and every FlashInfer service
     on the host (what M(blackwell.inference.service_health) gathers with its C(facts) for the play's summary), as
     C(ansible_facts.blackwell_cuda), when the look stands; the facts of O(facts) are returned as RV(blackwell_cuda).
-  - The C(sglang_service) role gives it the lock's O(reading) only when the toolkit and venv roles changed nothing
-    before it.
+  - The C(sglang_service) role gives it the lock's O(reading) with O(changed_since_reading), the toolkit and venv
+    roles' results, so that the reading is taken only when neither changed the host after the lock read it.
 author:
   - Blackwell Inference maintainers (@blackwell-inference)
 options:
@@ -106,6 +106,15 @@ options:
         C(dir_entry) and C(file_entry) (the M(blackwell.inference.paths) attributes of each). A file under
         C(ansible_collections/blackwell/inference/plugins/) gets the text of this collection's own file of that name,
         so the host runs the same code as the modules (one source); every C(__init__.py) is empty.
+    type: dict
+  changed_since_reading:
+    description:
+      - What ran between the lock's reading and this task, each by name (the C(sglang_service) role gives C(toolkit),
+        C(cuda_toolkit_changed), and C(venv), C(sglang_venv_current.changed)), with whether it changed the host; null
+        when that is not known (the step did not run or its result is not there), which counts as changed.
+      - The given O(reading) is taken only when every value is false; otherwise the module reads the host itself.
+        Omitted, O(reading) is taken whenever it stands. Handled on the controller (the action plugin), never sent to
+        the host.
     type: dict
   plan:
     description:
@@ -271,6 +280,7 @@ def run_module():
             reading=dict(type="dict"),  # the action's (plugins/action/service_probe.py)
             validator=dict(type="dict"),  # the action's, never sent
             plan=dict(type="dict"),  # the action's, never sent
+            changed_since_reading=dict(type="dict"),  # the action's, never sent
         ),
         supports_check_mode=True,
     )

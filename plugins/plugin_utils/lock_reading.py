@@ -15,6 +15,15 @@ def stands(reading, options):
     return isinstance(reading, dict) and bool(reading) and reading.get("failed") is False and reading.get("options") == options
 
 
+def unchanged_since(changed):
+    """Whether nothing changed the host since the lock read it: changed maps each step that ran since (e.g. a role) to
+    whether it changed the host; None (unknown: the step's result is not there) counts as changed. No map at all
+    (None) sets no condition."""
+    if changed is None:
+        return True
+    return all(value is not None and not value for value in changed.values())
+
+
 def as_result(reading):
     """The reading as the probe's result: what the probe returns, without what the lock added."""
     return dict({k: v for k, v in reading.items() if k not in LOCK_KEYS}, changed=False, read_under_lock=True)

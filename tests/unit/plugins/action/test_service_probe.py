@@ -141,3 +141,28 @@ def test_the_plan_judges_the_units_device_rules_as_read_and_once_uvm_is_loaded(m
     assert (refusal["uvm_loaded"] == "") is (loaded == "") and loaded in refusal["uvm_loaded"]
     assert all("/run/devices" in v for v in refusal.values() if v)
     assert refusal["read"] == (devices.refusal(majors, True, source="/run/devices") or "")
+
+
+@pytest.mark.parametrize(
+    "changed, taken",
+    [
+        ({"toolkit": False, "venv": False}, True),
+        ({"toolkit": True, "venv": False}, False),  # the toolkit role changed the host after the lock read it
+        ({"toolkit": False, "venv": None}, False),  # the venv role's result unknown: changed
+        (None, True),  # not given: the reading is taken when it stands, as the other probes take theirs
+    ],
+)
+def test_the_lock_reading_is_dropped_when_a_role_before_changed_the_host(monkeypatch, changed, taken):
+    seen = {}
+
+    def lock_run(action, _name, _options, _task_vars):
+        seen.update(action._task.args)
+        return {}
+
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    monkeypatch.setattr(service_probe.lock_reading, "run", lock_run)
+    action = service_probe.ActionModule.__new__(service_probe.ActionModule)
+    args = {"marker": "/m", "reading": {"marker": {}, "failed": False}}
+    action._task = FakeTask(dict(args, changed_since_reading=changed) if changed is not None else args)
+    action.run(task_vars={})
+    assert ("reading" in seen) is taken and "changed_since_reading" not in seen

@@ -66,3 +66,22 @@ def test_run_calls_the_module_without_the_reading_when_it_does_not_stand():
     # no reading at all (the check play, a role run on its own): the module reads
     plain = Action(dict(OPTIONS), {"current": "read"})
     assert lr.run(plain, "blackwell.inference.venv_probe", options_of, {})["read_under_lock"] is False and len(plain.calls) == 1
+
+
+@pytest.mark.parametrize(
+    "changed, expected",
+    [
+        (None, True),  # no condition given: the reading stands on its options alone
+        ({}, True),
+        ({"toolkit": False, "venv": False}, True),
+        ({"toolkit": True, "venv": False}, False),  # the toolkit role installed or relinked
+        ({"toolkit": False, "venv": True}, False),  # the venv role built or switched
+        ({"toolkit": None, "venv": False}, False),  # cuda_toolkit_changed unknown (the role did not run): changed
+        ({"toolkit": False, "venv": None}, False),  # sglang_venv_current unknown
+        ({"toolkit": None, "venv": None}, False),  # a run with the service role alone
+        ({"toolkit": 0, "venv": ""}, True),  # Jinja's falsy values: what `not (x | default(true))` took as unchanged
+        ({"toolkit": "False", "venv": False}, False),  # a non-empty string is true to Jinja too
+    ],
+)
+def test_a_reading_stands_only_when_nothing_since_changed_the_host(changed, expected):
+    assert lr.unchanged_since(changed) is expected
