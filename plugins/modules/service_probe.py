@@ -126,7 +126,9 @@ options:
         C(health_path), C(sample_path) and C(sample_request); C(proc_devices) (where the NVIDIA majors were read
         from, named in a device refusal), C(extra_services) (C(sglang_service_extra_services), or C([]) for none) and
         C(primary) (the first service's C(name), C(mode), C(venv), C(environment), C(model_path), C(port), C(args),
-        C(command) and C(marker), which they are resolved against).
+        C(command) and C(marker), which they are resolved against); C(group) (C(sglang_service_group)) and
+        C(role_files) (the role's files by name - C(unit), C(dropin), C(validate_unit), C(ready_unit), C(secrets),
+        C(validate_config)).
       - A plan the variables cannot make (C(extra) sets a key the plan derives) fails the task, naming the variable.
     type: dict
 extends_documentation_fragment:
@@ -190,6 +192,10 @@ plan:
     - C(device_refusal) - C(read) (why the units' C(DeviceAllow=) rules would deny the GPUs nvidia-smi answers with,
       as the majors were read) and C(uvm_loaded) (the same once C(nvidia-uvm) was loaded since), each C('') for none;
       C(extra_services) - the further services, each resolved against O(plan)'s C(primary) (C([]) without it).
+    - C(cache_owner) - C(owner) (C(run_user), else C(root)) and C(group) (O(plan)'s C(group) in unit mode, C('') in
+      dropin mode) of the cache directories; with O(plan)'s C(role_files), C(fingerprinted_files) (what a validation
+      vouches for - the unit only in unit mode, then the drop-in, the boot validation units and the secrets file) and
+      C(state_files) (the last good state's - those, the unit in both modes, and the boot validator's settings).
   returned: when O(plan) is given
   type: dict
 marker:

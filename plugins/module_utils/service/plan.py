@@ -352,14 +352,39 @@ def device_refusals(facts, source=devices.PROC_DEVICES):
     }
 
 
-def probe_plan(facts, unit=None, proc_devices=devices.PROC_DEVICES, extra_services=None, primary=None, **options):
+def state_files(role_files, mode):
+    """The files the service is made of, by mode (role_files: the role's paths by name - unit, dropin, validate_unit,
+    ready_unit, secrets, validate_config): `fingerprinted` (what a validation vouches for: the unit only when the role
+    owns it, never the validator's settings, which carry the fingerprint) and `state` (the last good state's: the
+    unit's path in both modes, so that a failed switch from dropin to unit mode takes the role's new unit away again,
+    or puts the site's own back)."""
+    fingerprinted = ([role_files["unit"]] if mode == "unit" else []) + [role_files[k] for k in ("dropin", "validate_unit", "ready_unit", "secrets")]
+    return {
+        "fingerprinted": fingerprinted,
+        "state": fingerprinted + ([] if mode == "unit" else [role_files["unit"]]) + [role_files["validate_config"]],
+    }
+
+
+def cache_owner(run_user, group, mode):
+    """Who owns the cache directories and the JIT workspace: the account the service runs as (root when there is none),
+    and sglang_service_group only when the role owns the unit ('' in dropin mode: the user's own group)."""
+    return {"owner": run_user or "root", "group": group if mode == "unit" else ""}
+
+
+def probe_plan(facts, unit=None, proc_devices=devices.PROC_DEVICES, extra_services=None, primary=None, group=None, role_files=None, **options):
     """The service probe's plan (its action, on the controller): preflight's, and what else follows from the reading
-    and the role's variables alone: `device_refusal` (device_refusals, with the path the majors were read from) and
+    and the role's variables alone: `device_refusal` (device_refusals, with the path the majors were read from),
     `extra_services` (sglang_service_extra_services resolved against primary, the first service's variables:
-    service/list.py extra_services' services; [] for a further service's own run, which gives none)."""
+    service/list.py extra_services' services; [] for a further service's own run, which gives none), `cache_owner`
+    (cache_owner, with sglang_service_group) and, given role_files, `fingerprinted_files` and `state_files`
+    (state_files)."""
     out = preflight(facts, unit=unit, **options)
     out["device_refusal"] = device_refusals(facts, proc_devices)
     out["extra_services"] = service_list.extra_services(extra_services, primary)["services"] if primary else []
+    out["cache_owner"] = cache_owner(out["run_user"], group, options.get("mode"))
+    if role_files is not None:
+        files_by_mode = state_files(role_files, options.get("mode"))
+        out["fingerprinted_files"], out["state_files"] = files_by_mode["fingerprinted"], files_by_mode["state"]
     return out
 
 

@@ -1,7 +1,7 @@
 """The sglang_service role's last good state covers the unit's path in both modes (issue 47): a failed switch from dropin
 to unit mode takes the role's new unit away again (or puts the site's own unit back) when the rollback restores the
-snapshot saved in dropin mode. The role's variables are rendered from vars/main.yml, the restore planned by
-module_utils/service/snapshot.py."""
+snapshot saved in dropin mode. The role's paths are rendered from vars/main.yml, the files each mode keeps picked by
+module_utils/service/plan.py state_files (the probe's plan), the restore planned by module_utils/service/snapshot.py."""
 
 import os
 
@@ -9,6 +9,7 @@ import pytest
 import yaml
 from jinja2.nativetypes import NativeEnvironment
 
+from ansible_collections.blackwell.inference.plugins.module_utils.service import plan
 from ansible_collections.blackwell.inference.plugins.module_utils.service import snapshot as snap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -21,16 +22,18 @@ NEEDED = (
     "__sglang_service_ready_unit_path",
     "__sglang_service_validate_config",
     "__sglang_service_validate_unit_path",
-    "__sglang_service_fingerprinted_files",
-    "__sglang_service_state_files",
+    "__sglang_service_role_files",
 )
 
 
 def role_vars(mode, name="sglang-k26"):
     env = NativeEnvironment()
     got = {"sglang_service_mode": mode, "sglang_service_name": name}
-    for key in NEEDED:  # each refers only to those before it
+    for key in NEEDED[:-1]:  # each refers only to those before it
         got[key] = env.from_string(VARS[key]).render(**got)
+    got["__sglang_service_role_files"] = {k: env.from_string(v).render(**got) for k, v in VARS["__sglang_service_role_files"].items()}
+    files = plan.state_files(got["__sglang_service_role_files"], mode)  # the probe's plan
+    got["__sglang_service_fingerprinted_files"], got["__sglang_service_state_files"] = files["fingerprinted"], files["state"]
     return got
 
 

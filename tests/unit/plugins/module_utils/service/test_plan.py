@@ -337,3 +337,50 @@ def test_the_files_plan_picks_the_paths_and_says_whether_there_is_work(mode, sec
     assert (len(got["account"]), len(got["unit_files"])) == (account, unit_files)
     assert (got["account_pending"], got["unit_files_pending"]) == pending
     assert (got["stale_workspaces"], got["adopt"], got["work"]) == (stale, adopt, work)
+
+
+ROLE_FILES = {
+    "unit": "/etc/systemd/system/s.service",
+    "dropin": "/etc/systemd/system/s.service.d/50-blackwell-inference.conf",
+    "validate_unit": "/etc/systemd/system/s-validate.service",
+    "ready_unit": "/etc/systemd/system/s-ready.service",
+    "secrets": "/etc/blackwell-inference/s.secrets.env",
+    "validate_config": "/etc/blackwell-inference/s-validate.json",
+}
+_REST = [ROLE_FILES[k] for k in ("dropin", "validate_unit", "ready_unit", "secrets")]
+
+
+@pytest.mark.parametrize(
+    "mode, fingerprinted, state",
+    [
+        # the role's own unit is vouched for and kept
+        ("unit", [ROLE_FILES["unit"], *_REST], [ROLE_FILES["unit"], *_REST, ROLE_FILES["validate_config"]]),
+        # the site's unit is not vouched for, but kept: a failed switch to unit mode puts it back (or takes the new away)
+        ("dropin", _REST, [*_REST, ROLE_FILES["unit"], ROLE_FILES["validate_config"]]),
+    ],
+)
+def test_the_files_each_mode_fingerprints_and_keeps_in_the_last_good_state(mode, fingerprinted, state):
+    assert service_plan.state_files(ROLE_FILES, mode) == {"fingerprinted": fingerprinted, "state": state}
+
+
+@pytest.mark.parametrize(
+    "run_user, group, mode, expected",
+    [
+        ("sglang", "sglang", "unit", {"owner": "sglang", "group": "sglang"}),
+        ("sglang", "gpu", "unit", {"owner": "sglang", "group": "gpu"}),
+        ("svc", "sglang", "dropin", {"owner": "svc", "group": ""}),  # the unit's own user, with its own group
+        (None, "sglang", "dropin", {"owner": "root", "group": ""}),  # the site's unit names no user: root's
+        ("", "sglang", "dropin", {"owner": "root", "group": ""}),
+    ],
+)
+def test_the_cache_directories_owner_and_group(run_user, group, mode, expected):
+    assert service_plan.cache_owner(run_user, group, mode) == expected
+
+
+def test_the_probe_plan_carries_the_files_and_the_cache_owner():
+    options = {"cuda_home": "/usr/local/cuda-13.0", "venv": "/opt/sglang/current", "cache_dir": "/var/cache/sglang", "name": "s", "user": "sglang"}
+    unit = {"load_state": "loaded", "user": "svc", "listen": {"host": "127.0.0.1", "port": 30000}, "argv": ["python3"]}
+    got = service_plan.probe_plan({}, unit=unit, mode="dropin", group="sglang", role_files=ROLE_FILES, **options)
+    assert got["cache_owner"] == {"owner": "svc", "group": ""}
+    assert got["fingerprinted_files"] == _REST and got["state_files"][-2:] == [ROLE_FILES["unit"], ROLE_FILES["validate_config"]]
+    assert "state_files" not in service_plan.probe_plan({}, unit=unit, mode="dropin", **options)  # without role_files
