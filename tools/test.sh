@@ -46,4 +46,4 @@ grep '^lab cache ready' "$log" | tail -1
 # Two workers (pytest-xdist, a file at a time, in the order of tests/conftest.py, not by test count): the
 # lab scenario first, beside the controller-side tests;
 # then the lab suites, each worker on a lab host of its own (tests/lab/conftest.py), from the images.
-BLACKWELL_TIMINGS_REPORT=1 exec .venv/bin/pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder --durations=25 tests/unit tests/integration tests/lab
+BLACKWELL_TIMINGS_REPORT=1 exec .venv/bin/pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder --durations=25 --junitxml=tests/output/junit.xml tests/unit tests/integration tests/lab
