@@ -26,7 +26,7 @@ INVENTORY ?= inventories/lab/hosts.yml
 LIMIT ?= ct200
 PLAYBOOK_ARGS ?=
 
-.PHONY: help venv collection lab-deps lab lab-destroy lab-reboot lab-tests molecule demo verify test lint sanity unit integration bench bench-site docs dist clean
+.PHONY: help venv venv-run collection collection-run lab-deps lab lab-destroy lab-reboot lab-tests molecule demo verify test lint sanity unit integration bench bench-site docs dist clean
 
 help:
 	@echo "make demo   - run site.yml against the lab inventory ($(INVENTORY)), then a verify-only run"
@@ -38,24 +38,38 @@ help:
 	@echo "make docs   - role READMEs from meta/argument_specs.yml, CHANGELOG.rst from changelogs/"
 	@echo "make dist   - the collection tarball to install: dist/blackwell-inference-<galaxy.yml's version>.tar.gz"
 
+# Two toolchains in one .venv: what running the collection needs (requirements-run.txt: ansible-core and the `ansible`
+# package for ansible.posix and community.general), for demo, lab and dist; the development tools on top
+# (requirements.txt: lint, molecule, pytest, ...), for test.
 # --no-compile, then compileall without the `ansible` package's collections (thousands of files, loaded through
 # ansible's collection loader, which never reads bytecode): the tools' own packages get their bytecode even where
 # PYTHONDONTWRITEBYTECODE is set and nothing is compiled on first use (about 0.3 s of every ansible-playbook run)
-$(BIN)/.installed: requirements.txt
+define pip_install
+	$(BIN)/python -m pip install --quiet --no-compile -r $(1)
+	$(BIN)/python -m compileall -q -j 0 -x '/ansible_collections/' $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') >/dev/null
+endef
+
+$(BIN)/.installed-run: requirements-run.txt
 	@mkdir -p $(PIP_CACHE_DIR)
 	@[ -n "$(PYTHON)" ] || { echo "no Python >= 3.12 found (set PYTHON=...)"; exit 1; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
-	$(BIN)/python -m compileall -q -j 0 -x '/ansible_collections/' $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') >/dev/null
+	$(call pip_install,requirements-run.txt)
 	@touch $@
 
+$(BIN)/.installed: requirements.txt $(BIN)/.installed-run
+	$(call pip_install,requirements.txt)
+	@touch $@
+
+venv-run: $(BIN)/.installed-run
 venv: $(BIN)/.installed
 
 $(COLLECTION_LINK):
 	@mkdir -p $(dir $@)
 	ln -sfn ../../.. $@
 
+# the collection as ansible-playbook finds it: the runtime toolchain (demo, lab, dist) or the development one (test)
+collection-run: venv-run $(COLLECTION_LINK)
 collection: venv $(COLLECTION_LINK)
 
 # Host packages the lab and the checks need (Debian): nspawn, debootstrap, repo tooling, shellcheck for sanity.
@@ -67,18 +81,23 @@ lab-deps:
 # The ct200 lab host: create + prepare, left running. LAB_HOSTS=3 adds ct201 and ct202 in the same state (booted
 # from the before image prepare saved), each its own machine, and writes the fleet's inventory.
 LAB_HOSTS ?= 1
+LAB_SUITE ?= bookworm
+INVENTORY_LAB := inventories/lab/hosts.yml
 LAB_HOSTS_MAX := 10
-lab: collection lab-deps
-	@tests/fixtures/lab/labctl.sh status ct200 0 || $(BIN)/molecule destroy   # stale molecule state: start clean
-	$(BIN)/molecule create
-	$(BIN)/molecule prepare
+lab: collection-run lab-deps
+	@tests/fixtures/lab/labctl.sh status ct200 0 || tests/fixtures/lab/labctl.sh down ct200 0 >/dev/null
+	@# the before-state from the test suite's cached image when there is one of these inputs, else made here (prepare)
+	@image=$$($(BIN)/python tests/lab/images.py name before); \
+	if tests/fixtures/lab/labctl.sh has-image "$$image"; then tests/fixtures/lab/labctl.sh up ct200 0 $(LAB_SUITE) "$$image"; \
+	else tests/fixtures/lab/labctl.sh up ct200 0 $(LAB_SUITE) && \
+	  MOLECULE_PROJECT_DIRECTORY=$(CURDIR) $(BIN)/ansible-playbook -i $(INVENTORY_LAB) molecule/default/prepare.yml -l ct200; fi
 	@echo "ct200 is up: ssh -F $(LAB_DIR)/ssh_config.ct200 ct200   (make lab-destroy to remove it)"
 	@if [ $(LAB_HOSTS) -gt 1 ]; then LAB_INDEX=0 $(BIN)/python tests/lab/fleet.py up $(LAB_HOSTS) before && \
 	  echo "ct201..: the same before-state; the fleet: ansible-playbook -i $(LAB_DIR)/fleet/hosts.yml site.yml"; fi
 
-lab-destroy: collection
+lab-destroy: collection-run
 	LAB_INDEX=0 $(BIN)/python tests/lab/fleet.py down $(LAB_HOSTS_MAX)
-	$(BIN)/molecule destroy
+	tests/fixtures/lab/labctl.sh down ct200 0
 
 # A power cycle of ct200 that keeps its disk (systemd shuts down, boots again, the boot units run).
 lab-reboot:
@@ -88,12 +107,12 @@ molecule: collection lab-deps
 	$(BIN)/molecule test
 
 # The main job. With the default (lab) inventory it brings ct200 up first if needed.
-demo: collection
+demo: collection-run
 	@if [ "$(INVENTORY)" = inventories/lab/hosts.yml ] && ! tests/fixtures/lab/labctl.sh status ct200 0; then $(MAKE) lab; fi
 	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml -l '$(LIMIT)' $(PLAYBOOK_ARGS)
 	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml -l '$(LIMIT)' --tags verify $(PLAYBOOK_ARGS)
 
-verify: collection
+verify: collection-run
 	$(BIN)/ansible-playbook -i $(INVENTORY) site.yml -l '$(LIMIT)' --tags verify $(PLAYBOOK_ARGS)
 
 lint: collection
@@ -112,7 +131,7 @@ docs: collection
 
 # The tarball an operator installs (ansible-galaxy collection install dist/blackwell-inference-X.Y.Z.tar.gz);
 # galaxy.yml's build_ignore keeps out what does not run from an installed collection.
-dist: collection
+dist: collection-run
 	$(BIN)/ansible-galaxy collection build --force --output-path dist .
 	@ls dist/blackwell-inference-$$(sed -n 's/^version: *//p' galaxy.yml).tar.gz
 
@@ -138,7 +157,7 @@ bench: collection
 	$(BIN)/python tests/benchmark/bench_cuda_facts.py
 
 # site.yml on the lab host against a baseline play (brings ct200 up and converges it first if needed).
-bench-site: collection
+bench-site: collection-run
 	@if ! tests/fixtures/lab/labctl.sh status ct200 0; then $(MAKE) lab; fi
 	$(BIN)/ansible-playbook -i inventories/lab/hosts.yml site.yml -l ct200 >/dev/null
 	$(BIN)/python tests/benchmark/bench_site.py

@@ -1,6 +1,7 @@
 """Make `ansible_collections.blackwell.inference` importable from a plain checkout (`make collection`)."""
 
 import os
+import subprocess
 import sys
 import time
 
@@ -64,6 +65,39 @@ LAB_FILE_SECONDS = {
     "tests/lab/after/test_site_facts.py": 20,
     "tests/lab/before/test_before_state.py": 10,
 }
+
+
+# The lab scenario (molecule: create, prepare, converge, idempotence, verify) is lab work too: in the budget, not in
+# the schedule (it always runs first).
+LAB_SCENARIO_SECONDS = {"tests/integration/test_lab_scenario.py": 600}
+# What the hints may add up to: two workers, 24 minutes of lab work each (make test within 30 minutes on a fresh
+# machine, with the toolchain, lint, sanity and the controller-side tests around it). A new lab test fits inside it:
+# its change buys the time back elsewhere, or moves logic into a unit table (tests/unit/test_schedule.py).
+LAB_BUDGET_SECONDS = 2 * 24 * 60
+# tools/yardstick.py's seconds in the run the hints come from; a run's own yardstick scales them (a slow hour is not
+# a file over budget), and a file over OVER_BUDGET times its scaled hint is named at the end of the run.
+LAB_HINTS_YARDSTICK = 4.0
+OVER_BUDGET = 1.5
+
+
+def yardstick(rows):
+    """The run's yardstick seconds (the mean of its `yardstick ...` rows), or None."""
+    marks = [seconds for name, seconds, _rc in rows if name.startswith("yardstick")]
+    return sum(marks) / len(marks) if marks else None
+
+
+def over_budget(rows, hints=None, reference=LAB_HINTS_YARDSTICK, factor=OVER_BUDGET):
+    """[(file, seconds, its hint scaled to this run)] of the lab files that took more than `factor` times their hint,
+    the hint scaled by this run's yardstick against the hints' own (rows: read_timings())."""
+    hints = dict(LAB_FILE_SECONDS, **LAB_SCENARIO_SECONDS) if hints is None else hints
+    mark = yardstick(rows)
+    scale = mark / reference if mark and reference else 1.0
+    out = []
+    for name, seconds, _rc in rows:
+        path = name[len("pytest ") :] if name.startswith("pytest ") else None
+        if path in hints and seconds > factor * hints[path] * scale:
+            out.append((path, seconds, hints[path] * scale))
+    return out
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -130,11 +164,31 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line("%8.1f  %s%s" % (seconds, name, "" if rc == "0" else "  (failed)"))
     top = sorted(rows, key=lambda r: -r[1])[:6]
     tr.write_line("slowest: " + ", ".join("%s %.0f s" % (n, s) for n, s, _rc in top))
+    if _yardstick_end(rows) is not None:
+        rows = read_timings(TIMINGS)
+        marks = " and ".join("%.2f" % sec for name, sec, _rc in rows if name.startswith("yardstick"))
+        tr.write_line(
+            "yardstick (tools/yardstick.py, start and end): %s s; the hints' run: %.2f s; the hints scaled by %.2f"
+            % (marks, LAB_HINTS_YARDSTICK, yardstick(rows) / LAB_HINTS_YARDSTICK)
+        )
+    for path, seconds, hint in over_budget(rows):
+        tr.write_line("over budget: %s took %.0f s, more than %.1fx its hint of %.0f s (scaled to this run's yardstick)" % (path, seconds, OVER_BUDGET, hint))
     start = os.environ.get("BLACKWELL_TEST_START")
     if start:
         budget = int(os.environ.get("BLACKWELL_TEST_BUDGET", "4800"))
         elapsed = time.time() - float(start)
         tr.write_line("make test: %.1f min of its %d min budget (CI stops at 90)" % (elapsed / 60, budget // 60))
+
+
+def _yardstick_end(rows):
+    """Run the yardstick again at the end of `make test` (its start is in the rows), record it and return its seconds."""
+    if not any(n == "yardstick start" for n, _s, _rc in rows):
+        return None
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "yardstick.py")], capture_output=True, text=True, check=False).stdout.split()
+    if not out:
+        return None
+    record_timing("yardstick end", float(out[0]))
+    return float(out[0])
 
 
 def pytest_sessionfinish(session, exitstatus):

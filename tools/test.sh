@@ -10,6 +10,10 @@ export BLACKWELL_TIMINGS=${BLACKWELL_TIMINGS:-$PWD/tests/output/timings.tsv}
 export BLACKWELL_TEST_START=${BLACKWELL_TEST_START:-$(date +%s)}
 mkdir -p "$(dirname "$BLACKWELL_TIMINGS")"
 rm -f "$BLACKWELL_TIMINGS"
+# the machine's hour, before anything else runs: a fixed CPU yardstick (again at the end, tests/conftest.py)
+read -r yard_wall _yard_cpu < <(python3 tools/yardstick.py)
+printf 'yardstick start\t%s\t0\n' "$yard_wall" >>"$BLACKWELL_TIMINGS"
+echo "== yardstick: ${yard_wall} s (tools/yardstick.py; the hints' run: see tests/conftest.py LAB_HINTS_YARDSTICK)"
 
 # The lab's host packages first (apt), then its cached artifacts (rootfs, apt mirror, wheelhouse: downloads
 # and disk, no toolchain needed) in the background while the toolchain installs and lint and sanity run;
