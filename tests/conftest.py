@@ -56,7 +56,6 @@ LAB_FILE_SECONDS = {
     "tests/lab/faults/test_security.py": 130,
     "tests/lab/faults/test_fleet_roll.py": 120,
     "tests/lab/before/test_cuda_toolkit_refusals.py": 90,
-    "tests/lab/after/test_operator_account.py": 90,
     "tests/lab/faults/test_rollback_goes_on.py": 80,
     "tests/lab/faults/test_foreign_dropin.py": 80,
     "tests/lab/faults/test_not_the_units_answer.py": 70,

@@ -3,7 +3,7 @@ mode, the drop-in case only a commented host_vars example; it loads with its vau
 commented example would set) is one the collection knows, the roles' own argument specs accept its values for every
 host, with and without that example uncommented, and requirements.yml lists exactly galaxy.yml's dependencies.
 (The lab runs the installed collection on ct200 with this layout:
-tests/lab/after/test_operator_account.py.)"""
+tests/lab/faults/test_fleet_roll.py (the README's fleet steps).)"""
 
 import glob
 import json

@@ -1,7 +1,7 @@
 """The fleet_summary callback in a real ansible-playbook run on this controller, three hosts rolled one at a time: the
 first measured by cuda_facts (the nvidia-smi double) and served, the second unreachable (a closed port), so the
 roll stops and the third is never reached. The table says so per host, and the JSON file too.
-(On the lab host: tests/lab/after/test_operator_account.py, tests/lab/faults/test_ready_rollback.py.)"""
+(On the lab host: tests/lab/faults/test_fleet_roll.py (the README's fleet steps), tests/lab/faults/test_ready_rollback.py.)"""
 
 import json
 import os

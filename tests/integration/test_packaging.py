@@ -81,7 +81,17 @@ def test_tarball_leaves_out_what_does_not_run_from_an_installed_collection(built
     configs, the lab's docs, and the tests (they need fixtures that are not shipped)."""
     with tarfile.open(built["tarball"]) as tar:
         names = set(tar.getnames())
-    for unwanted in ("Makefile", "ansible.cfg", "requirements.txt", "requirements-run.txt", "ruff.toml", ".ansible-lint", ".yamllint", "docs/lab.md", "docs/testing.md"):
+    for unwanted in (
+        "Makefile",
+        "ansible.cfg",
+        "requirements.txt",
+        "requirements-run.txt",
+        "ruff.toml",
+        ".ansible-lint",
+        ".yamllint",
+        "docs/lab.md",
+        "docs/testing.md",
+    ):
         assert unwanted not in names, unwanted
     assert not [n for n in names if n == "tests" or n.startswith("tests/")], sorted(n for n in names if n.startswith("tests"))
     # what the operator copies stays: the example's own ansible.cfg is not the root one

@@ -4,7 +4,9 @@ by site.yml one host at a time as `ops` with sudo, with a change every host woul
 - first, the README's "Your fleet in five steps" and its from-a-checkout lines, each command block run as written
   (issue 48): only the documented changes (the hosts' addresses, the vault password through --vault-password-file,
   /path/to/hosts.yml); the rolling settings in the copied rolling.yml: serial 1 rolls in three batches, serial 3 set
-  there rolls in one;
+  there rolls in one. This is also the operator account's test (issue 14 items 1 and 2, once
+  tests/lab/after/test_operator_account.py): the installed copy runs, not the checkout, as `ops` with sudo (sshd's
+  own log), 0 changed, the fleet summary's line for a host and its JSON;
 
 - a wrong variable on the last host is refused by the check play before the first batch: no host is changed;
 - the middle host's CUDA 13.0 lost its curand headers (FlashInfer's sampling JIT needs them): the first host is
@@ -91,11 +93,17 @@ def as_documented(line, password, hosts_yml):
     return line.replace("ansible-vault create ", "ansible-vault create --vault-password-file=%s " % password)
 
 
+def accepted_logins(run, since):
+    return run("journalctl --since=@%d --no-pager -o cat _COMM=sshd | grep -o 'Accepted publickey for [a-z]*' | sort -u || true" % since)
+
+
 def batches(out):
     return out.count("PLAY [Provision Blackwell inference hosts]")
 
 
 def test_the_readmes_fleet_steps_run_as_written(fleet, tmp_path):
+    ct200 = on("ct200")
+    since = int(ct200("date +%s"))
     blocks = readme_blocks()
     install, vault, dry_run, run_steps, checkout = blocks  # a step gone or added changes this test
     assert [len(b) for b in blocks] == [2, 2, 1, 3, 3], blocks
@@ -169,6 +177,15 @@ def test_the_readmes_fleet_steps_run_as_written(fleet, tmp_path):
     out = sh(one)
     converged(out, ("ct200",))
     assert batches(out) == 1 and "1 of 1 hosts READY" in out, out[-3000:]
+    # the installed copy ran, not the checkout; as ops (sshd's log: nothing else logs in as ops), escalating with sudo
+    # (the roles' reads of root-only files passed: READY)
+    assert str(project / "collections") in sh("ansible-playbook blackwell.inference.site --list-tasks")
+    assert "Accepted publickey for ops" in accepted_logins(ct200, since)
+    assert "READY: compiled, JIT cache warm (sampling)" in out
+    # the fleet summary's line for a host
+    line = next(x for x in out[out.index("BLACKWELL INFERENCE FLEET SUMMARY") :].splitlines() if x.startswith("ct200 "))
+    assert "8x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)" in line and "13.0 (/usr/local/cuda-13.0)" in line, line
+    assert re.search(r"0\.7\.4 ACCEPTED \(120a\) +sglang-k26\.service answering +READY +compiled, JIT cache warm \(sampling\)", line), line
     out = sh(whole)
     converged(out, ("ct200", "ct201", "ct202"))
     assert batches(out) == 3 and "3 of 3 hosts READY" in out, out[-3000:]

@@ -47,8 +47,16 @@ def textfile_says_what_the_marker_says(run, m):
     return got
 
 
-def slow_start(run, seconds):
-    run("printf '[Service]\\nEnvironment=SGLANG_STANDIN_START_DELAY=%d\\n' > %s && systemctl daemon-reload" % (seconds, SLOW))
+GATE = "/run/sglang-standin-loaded"  # /run: gone at each boot, so a power cycle starts with the load held
+
+
+def slow_start(run):
+    """The service's load lasts until the test opens the gate (open_gate): a slow model load, no fixed wait."""
+    run("rm -f %s && printf '[Service]\\nEnvironment=SGLANG_STANDIN_START_GATE=%s\\n' > %s && systemctl daemon-reload" % (GATE, GATE, SLOW))
+
+
+def open_gate(run):
+    run("touch " + GATE)
 
 
 ASKS = "python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:30000/health\", timeout=2)' 2>/dev/null"
@@ -117,7 +125,7 @@ def test_reboot_with_the_toolkit_broken_keeps_the_service_down_and_not_ready(run
 
 
 def test_a_power_cycle_is_ready_only_once_the_service_answers(run):
-    slow_start(run, 60)
+    slow_start(run)
     boot_id = run("cat /proc/sys/kernel/random/boot_id")
     _labctl("reboot", LAB_HOST, LAB_INDEX)
     assert run("cat /proc/sys/kernel/random/boot_id") != boot_id  # a real power cycle
@@ -130,6 +138,7 @@ def test_a_power_cycle_is_ready_only_once_the_service_answers(run):
     assert run("systemctl show -p SubState --value %s" % READY).strip() == "running"  # the boot did not wait for it
     before = textfile_says_what_the_marker_says(run, m)  # the boot validator wrote it with the marker: not ready yet
     assert before[("blackwell_inference_ready", (("service", "sglang-k26.service"),))] == 0
+    open_gate(run)  # the load ends
     ended(run, READY)
     m = marker(run)
     assert m["ready"] is True and m["phase"] == "serving" and run("systemctl show -p SubState --value %s" % READY).strip() == "exited", m
@@ -142,7 +151,7 @@ def test_a_power_cycle_is_ready_only_once_the_service_answers(run):
 def test_a_play_killed_in_the_health_wait_after_the_validator_ran_again_is_not_ready_then_converges(run):
     m0 = marker(run)
     run("systemctl stop %s" % VALIDATE)  # inactive, as after a failed boot validation (the service stops with it)
-    slow_start(run, 45)
+    slow_start(run)
     kill_play_at(
         run,
         "blackwell.inference.sglang_service : Wait for the service to answer]",
