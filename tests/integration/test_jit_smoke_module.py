@@ -72,7 +72,7 @@ def test_warm_then_rerun_is_unchanged(oracle_venv, cuda_home, tmp_path):
     assert os.path.exists(module["library"])
     second = ansible_module("jit_smoke", args)
     assert second["changed"] is False and second["steps"]["warm"]["modules"][0]["compiled"] is False
-    assert second["steps"]["warm"]["modules"][0]["seconds"] < 8 and second["steps"]["warm"]["modules"][0]["loads"]
+    assert second["steps"]["warm"]["modules"][0]["loads"]  # compiled False above: the library as it was
     # a truncated library: ninja sees nothing to do, loading it kills the loader (SIGBUS); the smoke rebuilds it
     with open(module["library"], "r+b") as fh:
         fh.truncate(4096)

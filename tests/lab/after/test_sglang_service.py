@@ -51,8 +51,7 @@ def service_state(run):
 def assert_started_from_a_warm_cache(report):
     # FlashInfer's own build log (FLASHINFER_JIT_BUILD_LOG), this process's records: every load a ninja no-op
     assert report["builds"], "FlashInfer logged no module load"
-    assert all(b["seconds"] < 1.0 for b in report["builds"]), report["builds"]
-    assert all(ld["seconds"] < 1.0 for ld in report["loads"]), report["loads"]
+    assert report["loads"] and not any(ld["compiled"] for ld in report["loads"]), report["loads"]  # each library as it was
 
 
 def test_flashinfer_accepts_the_unit_environment_and_start_compiles_nothing(run):
@@ -176,7 +175,6 @@ def test_a_sampled_request_takes_the_sampling_module_in_the_workers_and_compiles
     assert status == 200 and answer["meta_info"]["sampled"] and [w["modules"] for w in workers] == [["sampling"]], answer
     # in the service's worker process (alive since the start), from the warm workspace: FlashInfer logged no compile
     assert workers[0]["pid"] == health(run)["workers"][0]["pid"] and workers[0]["builds"] == [], workers
-    assert workers[0]["seconds"] < 5.0, workers
     # the health check's own verdict on a sampled request that fails (a path the server does not serve): not answered
     cmd, env = adhoc_command(
         "blackwell.inference.service_health",

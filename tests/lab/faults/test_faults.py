@@ -32,7 +32,7 @@ def wait_for_health(run):
 def serving(run):
     """The service answers and started without compiling (FlashInfer's build log)."""
     report = health(run)
-    assert report["cuda_version"] == "13.0" and all(b["seconds"] < 1.0 for b in report["builds"]), report
+    assert report["cuda_version"] == "13.0" and report["builds"] and not any(ld["compiled"] for ld in report["loads"]), report
     return report["pid"]
 
 
