@@ -7,11 +7,11 @@ faults are in test_faults_kill.py.
 """
 
 import json
-import time
+import subprocess
 
 import pytest
 
-from ..conftest import on_host_until, playbook, sampling_library
+from ..conftest import ROOT, on_host_until, playbook, playbook_command, sampling_library
 
 UNIT = "sglang-k26.service"
 PKG = "libcurand-dev-13-0"
@@ -65,11 +65,16 @@ def back_and_held(run):
     assert run("dpkg --audit").strip() == ""
 
 
-def hold_dpkg_lock(run, seconds):
-    """Another apt/dpkg (e.g. unattended-upgrades) holding the frontend lock: a POSIX lock, as apt takes it."""
+LOCK_GATE = "/run/fault-dpkg-lock.release"
+
+
+def hold_dpkg_lock(run):
+    """Another apt/dpkg (e.g. unattended-upgrades) holding the frontend lock: a POSIX lock, as apt takes it, until the
+    test lets go (touch LOCK_GATE): no fixed hold time."""
     run(
-        'systemd-run --unit=fault-dpkg-lock --collect python3 -c "import fcntl, time; '
-        "f = open('/var/lib/dpkg/lock-frontend', 'w'); fcntl.lockf(f, fcntl.LOCK_EX); time.sleep(%d)\"" % seconds
+        'rm -f %s && systemd-run --unit=fault-dpkg-lock --collect python3 -c "import fcntl, os, time; '
+        "f = open('/var/lib/dpkg/lock-frontend', 'w'); fcntl.lockf(f, fcntl.LOCK_EX); "
+        "any(time.sleep(0.1) for _ in iter(lambda: os.path.exists('%s'), True))\"" % (LOCK_GATE, LOCK_GATE)
     )
     # the fault is in place once a non-blocking lock attempt fails
     on_host_until(
@@ -117,17 +122,24 @@ def test_the_toolkit_role_in_a_play_of_its_own_installs_and_notifies_without_the
 
 def test_dpkg_lock_held_briefly_waits_then_proceeds(run):
     remove_pinned_package(run)
-    hold_dpkg_lock(run, 20)
-    start = time.monotonic()
-    rc, out, _recap = playbook("--tags", "cuda_toolkit")
-    assert rc == 0, out[-4000:]
-    assert time.monotonic() - start > 15  # it waited for the lock
+    hold_dpkg_lock(run)
+    cmd, env = playbook_command("--tags", "cuda_toolkit")
+    bg = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # the install's apt-get runs while the lock is held: it is waiting for it (it cannot reach dpkg without it)
+        on_host_until(run, "pgrep -f '[a]pt-get .*Lock::Timeout' >/dev/null", "the install waiting for the dpkg lock", timeout=300)
+        assert not installed(run) and run("systemctl is-active fault-dpkg-lock").strip() == "active"
+        run("touch " + LOCK_GATE)  # the other apt is done
+        out = bg.communicate(timeout=600)[0]
+    finally:
+        bg.kill()
+    assert bg.returncode == 0, out[-4000:]
     back_and_held(run)
 
 
 def test_dpkg_lock_held_too_long_fails_clearly_then_the_next_run_converges(run):
     remove_pinned_package(run)
-    hold_dpkg_lock(run, 300)
+    hold_dpkg_lock(run)  # never let go: the install gives up after its lock timeout
     try:
         rc, out, _recap = playbook("--tags", "cuda_toolkit", extra_vars={"cuda_toolkit_apt_lock_timeout": 5, "cuda_toolkit_apt_retries": 0})
         failed = [ln for ln in out.split("Install the pinned components", 1)[-1].splitlines() if ln.startswith("fatal: [ct200]")]
