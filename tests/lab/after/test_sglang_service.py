@@ -6,12 +6,14 @@ environment, /health). Runs after converge; the tests run in file order and each
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 
 from ansible_collections.blackwell.inference.plugins.module_utils.cuda import devices as systemd_devices
 
 from ..conftest import INVENTORY, ROOT, playbook, playbook_command, workspace
+from .test_cuda_toolkit import COMPILE
 
 UNIT = "sglang-k26.service"
 DROPIN = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
@@ -137,10 +139,14 @@ def test_ansible_local_shows_the_marker():
     assert local["ready"] is True and local["archs"] == "12.0a" and local["venv"].startswith("/opt/sglang/venvs/")
 
 
-def test_verify_only_run_changes_nothing_and_reports(run):
-    before = service_state(run)
+def test_verify_only_run_changes_nothing_and_reports(run, host_state):
+    before, packages = service_state(run), host_state()
     rc, out, recap = playbook("--tags", "verify")
     assert rc == 0 and recap["changed"] == 0, out[-4000:]
+    # the toolkit's verify: measured and compiled live, the record aside (test_cuda_toolkit.py's COMPILE)
+    assert "/usr/local/cuda-13.0: CUDA 13.0.88, JIT-ready: yes, compiles: sm_120a" in out
+    assert re.search(COMPILE + r"ok: \[ct200\]", out) and "as recorded" not in out, out[-3000:]
+    assert host_state() == packages
     assert "smoke (live (--tags verify)): compile ok" in out and "READY: compiled, JIT cache warm (sampling)" in out
     assert "flashinfer 0.7.4: CUDA 13.0" in out and "8x NVIDIA RTX PRO 6000 Blackwell Server Edition (CC 12.0)" in out
     assert "/usr/local/cuda: /usr/local/cuda-12.8" in out
