@@ -109,13 +109,15 @@ def pytest_ignore_collect(collection_path, config):
 def pytest_collection_modifyitems(config, items):
     """The lab scenario first: it is the longest file and saves the images the lab suites start from, so
     under pytest-xdist it runs on one worker while the other takes the controller-side tests; then the
-    rest in order: the lab files on the `before` image (saved early in the scenario, so the other worker does not sit
+    rest in order (the static checks' results last): the lab files on the `before` image (saved early in the scenario, so the other worker does not sit
     waiting for the converged image), then the other lab files, longest first (files keep their own test order)."""
 
     def rank(item):
         path = item.nodeid.split("::", 1)[0]
         if path == "tests/integration/test_lab_scenario.py":
             return (0, 0)
+        if path == "tests/integration/test_static_checks.py":
+            return (4, 0)  # waits for lint and sanity, which run beside pytest (tools/test.sh): last
         if path.startswith("tests/lab/before/"):
             return (2, -LAB_FILE_SECONDS.get(path, 0))  # the `before` image is saved at the end of the scenario's prepare: no wait for its converge
         if path.startswith("tests/lab/"):

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make test`: every check, each stage timed (tools/stage.sh, $BLACKWELL_TIMINGS); pytest comes last, so
 # the run ends with pytest's summary, after the table of stage timings.
-# The lab's cached artifacts (rootfs, apt mirror, wheelhouse, oracle venv; downloads and disk) are built
-# in the background while the toolchain installs and lint and sanity (CPU, side by side) run; pytest starts when all
-# are done.
+# pytest starts as soon as the toolchain and the lab's cached artifacts (rootfs, apt mirror, wheelhouse) are there.
+# lint, sanity and the oracle venv run beside it from the start: the oracle's fixture waits for its build (a lock), and
+# tests/integration/test_static_checks.py, handed out last, waits for lint's and sanity's results and fails with
+# their logs, so a lint or sanity failure is a failed test in pytest's summary.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 export BLACKWELL_TIMINGS=${BLACKWELL_TIMINGS:-$PWD/tests/output/timings.tsv}
@@ -16,8 +17,7 @@ printf 'yardstick start\t%s\t0\n' "$yard_wall" >>"$BLACKWELL_TIMINGS"
 echo "== yardstick: ${yard_wall} s (tools/yardstick.py; the hints' run: see tests/conftest.py LAB_HINTS_YARDSTICK)"
 
 # The lab's host packages first (apt), then its cached artifacts (rootfs, apt mirror, wheelhouse: downloads
-# and disk, no toolchain needed) in the background while the toolchain installs and lint and sanity run;
-# the oracle venv (needs the toolchain's python to start its build) joins them once the toolchain is there.
+# and disk, no toolchain needed) in the background while the toolchain installs.
 tools/stage.sh lab-deps make --no-print-directory lab-deps || exit 1
 log=tests/output/lab-cache.log
 # (without the toolchain's venv on PATH: it is being created meanwhile, so its python3 may not have pip yet)
@@ -25,27 +25,25 @@ PATH=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$PWD/.venv/bin" | paste -sd:) \
   tools/stage.sh lab-cache tests/fixtures/lab/labctl.sh cache "${LAB_SUITE:-bookworm}" >"$log" 2>&1 &
 cache=$!
 tools/stage.sh toolchain make --no-print-directory collection || exit 1
-tools/stage.sh oracle-venv .venv/bin/python tests/integration/conftest.py >>"$log" 2>&1 &
-oracle=$!
-# lint (about 1.2 cores) and sanity (one core) side by side, each into its own log, shown once both are done
-tools/stage.sh lint make --no-print-directory lint >tests/output/lint.log 2>&1 &
-lint_job=$!
-tools/stage.sh sanity make --no-print-directory sanity >tests/output/sanity.log 2>&1 &
-sanity_job=$!
-wait "$lint_job"
-lint=$?
-wait "$sanity_job"
-sanity=$?
-cat tests/output/lint.log tests/output/sanity.log
-for job in "$cache" "$oracle"; do
-  if ! wait "$job"; then
-    echo "building the lab cache failed ($log):"
-    tail -30 "$log"
-    exit 1
-  fi
+
+# beside pytest: the oracle venv, lint and sanity; each static check leaves its exit status for test_static_checks.py
+export BLACKWELL_STATIC_CHECKS=$PWD/tests/output/static
+rm -rf "$BLACKWELL_STATIC_CHECKS"
+mkdir -p "$BLACKWELL_STATIC_CHECKS"
+tools/stage.sh oracle-venv .venv/bin/python tests/integration/conftest.py >tests/output/oracle-venv.log 2>&1 &
+for check in lint sanity; do
+  (
+    tools/stage.sh "$check" make --no-print-directory "$check" >"$BLACKWELL_STATIC_CHECKS/$check.log" 2>&1
+    echo $? >"$BLACKWELL_STATIC_CHECKS/$check.rc.tmp" && mv "$BLACKWELL_STATIC_CHECKS/$check.rc.tmp" "$BLACKWELL_STATIC_CHECKS/$check.rc"
+  ) &
 done
+
+if ! wait "$cache"; then
+  echo "building the lab cache failed ($log):"
+  tail -30 "$log"
+  exit 1
+fi
 grep '^lab cache ready' "$log" | tail -1
-[ "$lint" = 0 ] && [ "$sanity" = 0 ] || exit 1
 
 # Two workers (pytest-xdist, a file at a time, in the order of tests/conftest.py, not by test count): the
 # lab scenario first, beside the controller-side tests;

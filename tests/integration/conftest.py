@@ -1,5 +1,6 @@
 """Shared helpers: run the collection's modules through Ansible, build the oracle venv."""
 
+import fcntl
 import hashlib
 import json
 import os
@@ -106,8 +107,18 @@ def build_oracle_venv():
         with open(r, "rb") as fh:
             digest.update(fh.read())
     venv = os.path.join(CACHE, "oracle-venv-" + digest.hexdigest()[:12])
+    if os.path.exists(os.path.join(venv, ".complete")):
+        return venv
+    os.makedirs(CACHE, exist_ok=True)
+    # one builder at a time: make test starts it in the background while pytest runs, and the fixture waits for it
+    with open(os.path.join(CACHE, "oracle-venv.lock"), "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _build_oracle_venv(python, reqs, venv)
+    return venv
+
+
+def _build_oracle_venv(python, reqs, venv):
     if not os.path.exists(os.path.join(venv, ".complete")):
-        os.makedirs(CACHE, exist_ok=True)
         shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([python, "-m", "venv", venv], check=True)
         pip = [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
@@ -118,7 +129,6 @@ def build_oracle_venv():
         for stale in os.listdir(CACHE):  # venvs of older inputs are never used again
             if stale.startswith("oracle-venv-") and os.path.join(CACHE, stale) != venv:
                 shutil.rmtree(os.path.join(CACHE, stale), ignore_errors=True)
-    return venv
 
 
 if __name__ == "__main__":
