@@ -1,20 +1,18 @@
-"""READY is true (issue 11), continued: the boot path on a real power cycle of ct200 that keeps its disk
-(`labctl.sh reboot`), and two plays against the host at once. Each test starts from a fresh copy of the
-converged image (`fresh`) and asserts its fault hit (a new boot, the validation really failed, the first
-play really held the lock).
+"""READY is true (issue 11), continued: the boot path on a real cold boot of ct200 from its disk, and two plays against
+the host at once. Each test starts from a fresh copy of the converged image and asserts its fault hit (the validation
+really failed, the service really was silent, the first play really held the lock). A boot test's fault is done to the
+disk before that boot (`labctl.sh reset NAME INDEX FAULT`: the fresh copy, the fault, then the boot), not by booting,
+changing and power cycling: the boot units meet the fault as they would after a power cycle.
 """
 
 import json
 import subprocess
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ..conftest import LAB_HOST, LAB_INDEX, ROOT, _labctl, on_host_until, playbook, playbook_command, sampling_library, workspace
+from ..conftest import LAB_HOST, LAB_INDEX, ROOT, _labctl, on_host_until, playbook, playbook_command, sampling_library
 from .test_faults import marker, serving, wait_for_health
 from .test_ready_rollback import NCCL, UNIT, VALIDATE, kill_play_at, verify_says_not_ready
-
-pytestmark = pytest.mark.usefixtures("fresh")
 
 LOCK = "/run/blackwell-inference/play.lock"
 READY = "sglang-k26-ready.service"
@@ -67,12 +65,13 @@ def ended(run, unit, timeout=600):
     on_host_until(run, "systemctl show -p SubState --value %s | grep -Eq '^(exited|failed)$'" % unit, "%s's end" % unit, timeout=timeout)
 
 
-def reboot(run):
-    boot_id = run("cat /proc/sys/kernel/random/boot_id")
-    _labctl("reboot", LAB_HOST, LAB_INDEX)
-    assert run("cat /proc/sys/kernel/random/boot_id") != boot_id  # a real power cycle
+def cold_boot(lab, run, fault=None, wait_ready=True):
+    """A cold boot of a fresh copy of the converged image, `fault` (a shell command) done to its disk first."""
+    _labctl("reset", LAB_HOST, LAB_INDEX, *([fault] if fault else []))
+    lab.fresh = False
     ended(run, VALIDATE)
-    ended(run, READY)  # the answer check after the service started (it ends at once when the validation failed)
+    if wait_ready:
+        ended(run, READY)  # the answer check after the service started (it ends at once when the validation failed)
 
 
 def started_after_the_validation(run):
@@ -83,8 +82,8 @@ def started_after_the_validation(run):
     assert 0 < done <= started, (done, started)
 
 
-def test_reboot_with_a_warm_cache_starts_after_the_validation_without_compiling(run):
-    reboot(run)
+def test_reboot_with_a_warm_cache_starts_after_the_validation_without_compiling(lab, run):
+    cold_boot(lab, run)
     started_after_the_validation(run)
     m = marker(run)
     assert m["ready"] and m["source"] == "boot validation (sglang-k26.service)" and m["phase"] == "serving", m
@@ -95,9 +94,8 @@ def test_reboot_with_a_warm_cache_starts_after_the_validation_without_compiling(
     assert rc == 0 and "state: validated and serving" in out and recap["changed"] == 0, out[-4000:]
 
 
-def test_reboot_with_the_jit_cache_wiped_rewarms_before_the_service_starts(run):
-    run("rm -rf %s/.cache" % workspace(run))
-    reboot(run)
+def test_reboot_with_the_jit_cache_wiped_rewarms_before_the_service_starts(lab, run):
+    cold_boot(lab, run, 'rm -rf "/var/cache/sglang/jit/$(basename "$(readlink /opt/sglang/current)")/.cache"')
     started_after_the_validation(run)
     assert run("test -e %s && echo warm" % sampling_library(run)).strip() == "warm"
     m = marker(run)
@@ -107,16 +105,16 @@ def test_reboot_with_the_jit_cache_wiped_rewarms_before_the_service_starts(run):
     serving(run)  # the service itself compiled nothing
 
 
-def test_reboot_with_the_toolkit_broken_keeps_the_service_down_and_not_ready(run):
-    last_good = marker(run)["last_good"]
-    run("mv /usr/local/cuda-13.0/bin/nvcc /root/nvcc.away")
+def test_reboot_with_the_toolkit_broken_keeps_the_service_down_and_not_ready(lab, run):
     try:
-        reboot(run)
+        cold_boot(lab, run, "mv /usr/local/cuda-13.0/bin/nvcc /root/nvcc.away")
+        assert run("test -e /usr/local/cuda-13.0/bin/nvcc || echo gone").strip() == "gone"  # the fault is on the disk
         assert run("systemctl show -p ActiveState --value " + VALIDATE).strip() == "failed"  # the fault hit the validation
         assert run("systemctl show -p ActiveState --value " + UNIT).strip() != "active"  # never started on it
         assert "sglang-k26.service: NOT READY (smoke failed" in run("journalctl -u %s -b --no-pager -o cat" % VALIDATE)
         m = marker(run)
-        assert not m["ready"] and m["source"] == "boot validation (sglang-k26.service)" and m["last_good"] == last_good
+        assert not m["ready"] and m["source"] == "boot validation (sglang-k26.service)", m
+        assert m["last_good"]["venv"] == run("readlink /opt/sglang/current").strip(), m  # the last good state kept
         rc, out, _recap = playbook("--tags", "verify")
         assert rc != 0 and "/usr/local/cuda-13.0: nvcc reports" in out, out[-4000:]  # the toolkit's own check names it
     finally:
@@ -124,12 +122,9 @@ def test_reboot_with_the_toolkit_broken_keeps_the_service_down_and_not_ready(run
     verify_says_not_ready("not validated")  # the toolkit is whole again; the boot found it broken and nothing revalidated since
 
 
-def test_a_power_cycle_is_ready_only_once_the_service_answers(run):
-    slow_start(run)
-    boot_id = run("cat /proc/sys/kernel/random/boot_id")
-    _labctl("reboot", LAB_HOST, LAB_INDEX)
-    assert run("cat /proc/sys/kernel/random/boot_id") != boot_id  # a real power cycle
-    ended(run, VALIDATE)
+def test_a_power_cycle_is_ready_only_once_the_service_answers(lab, run):
+    # the service's load held until the test opens the gate (GATE is in /run: not there at boot)
+    cold_boot(lab, run, "printf '[Service]\\nEnvironment=SGLANG_STANDIN_START_GATE=%s\\n' > %s" % (GATE, SLOW), wait_ready=False)
     # validated, the service still starting: not ready, and the answer check is waiting for it
     m = marker(run)
     assert run("systemctl show -p ActiveState --value %s" % UNIT).strip() == "active", m  # started (Type=simple) ...
@@ -148,7 +143,7 @@ def test_a_power_cycle_is_ready_only_once_the_service_answers(run):
     serving(run)
 
 
-def test_a_play_killed_in_the_health_wait_after_the_validator_ran_again_is_not_ready_then_converges(run):
+def test_a_play_killed_in_the_health_wait_after_the_validator_ran_again_is_not_ready_then_converges(fresh, run):
     m0 = marker(run)
     run("systemctl stop %s" % VALIDATE)  # inactive, as after a failed boot validation (the service stops with it)
     slow_start(run)
@@ -175,7 +170,7 @@ def test_a_play_killed_in_the_health_wait_after_the_validator_ran_again_is_not_r
 # -- two plays against the same host at once ---------------------------------------------------------
 
 
-def test_a_second_play_waits_for_the_first_or_refuses_naming_it_and_never_interleaves(run):
+def test_a_second_play_waits_for_the_first_or_refuses_naming_it_and_never_interleaves(fresh, run):
     cmd, env = playbook_command("--tags", "sglang_service", extra_vars=NCCL)  # a revalidation and a restart
     first = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     on_host_until(run, "grep -q '\"pid\": %d,' %s" % (first.pid, LOCK), "the first play holding the lock")  # the fault hits
