@@ -185,7 +185,8 @@ def _yardstick_end(rows):
     """Run the yardstick again at the end of `make test` (its start is in the rows), record it and return its seconds."""
     if not any(n == "yardstick start" for n, _s, _rc in rows):
         return None
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "yardstick.py")], capture_output=True, text=True, check=False).stdout.split()
+    python = os.environ.get("BLACKWELL_YARDSTICK_PYTHON") or sys.executable  # tools/test.sh's, for the start's mark
+    out = subprocess.run([python, os.path.join(ROOT, "tools", "yardstick.py")], capture_output=True, text=True, check=False).stdout.split()
     if not out:
         return None
     record_timing("yardstick end", float(out[0]))

@@ -11,10 +11,15 @@ export BLACKWELL_TIMINGS=${BLACKWELL_TIMINGS:-$PWD/tests/output/timings.tsv}
 export BLACKWELL_TEST_START=${BLACKWELL_TEST_START:-$(date +%s)}
 mkdir -p "$(dirname "$BLACKWELL_TIMINGS")"
 rm -f "$BLACKWELL_TIMINGS"
-# the machine's hour, before anything else runs: a fixed CPU yardstick (again at the end, tests/conftest.py)
-read -r yard_wall _yard_cpu < <(python3 tools/yardstick.py)
-printf 'yardstick start\t%s\t0\n' "$yard_wall" >>"$BLACKWELL_TIMINGS"
-echo "== yardstick: ${yard_wall} s (tools/yardstick.py; the hints' run: see tests/conftest.py LAB_HINTS_YARDSTICK)"
+# the machine's hour, before anything else runs: a fixed CPU yardstick (again at the end, tests/conftest.py, by the
+# same interpreter: the system's python3, never the venv's)
+BLACKWELL_YARDSTICK_PYTHON=$(PATH=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$PWD/.venv/bin" | paste -sd:) command -v python3)
+export BLACKWELL_YARDSTICK_PYTHON
+read -r yard_wall _yard_cpu < <("$BLACKWELL_YARDSTICK_PYTHON" tools/yardstick.py)
+if [ -n "${yard_wall:-}" ]; then
+  printf 'yardstick start\t%s\t0\n' "$yard_wall" >>"$BLACKWELL_TIMINGS"
+  echo "== yardstick: ${yard_wall} s (tools/yardstick.py; the hints' run: see tests/conftest.py LAB_HINTS_YARDSTICK)"
+fi
 
 # The lab's host packages first (apt), then its cached artifacts (rootfs, apt mirror, wheelhouse: downloads
 # and disk, no toolchain needed) in the background while the toolchain installs.
@@ -41,6 +46,7 @@ done
 if ! wait "$cache"; then
   echo "building the lab cache failed ($log):"
   tail -30 "$log"
+  jobs -p | xargs -r kill 2>/dev/null
   exit 1
 fi
 grep '^lab cache ready' "$log" | tail -1

@@ -30,7 +30,7 @@ def built(tmp_path_factory):
     work = tmp_path_factory.mktemp("package")
     with open(os.path.join(ROOT, "galaxy.yml")) as fh:
         version = yaml.safe_load(fh)["version"]
-    proc = subprocess.run(["make", "-s", "-o", ".venv/bin/.installed", "dist"], cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = subprocess.run(["make", "-s", "-o", ".venv/bin/.installed-run", "dist"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     tarball = work / ("blackwell-inference-%s.tar.gz" % version)
     shutil.copy(os.path.join(ROOT, "dist", tarball.name), tarball)

@@ -133,6 +133,7 @@ def test_dpkg_lock_held_briefly_waits_then_proceeds(run):
         out = bg.communicate(timeout=600)[0]
     finally:
         bg.kill()
+        run("touch %s; systemctl stop fault-dpkg-lock.service 2>/dev/null || true" % LOCK_GATE)
     assert bg.returncode == 0, out[-4000:]
     back_and_held(run)
 

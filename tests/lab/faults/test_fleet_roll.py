@@ -6,7 +6,7 @@ by site.yml one host at a time as `ops` with sudo, with a change every host woul
   /path/to/hosts.yml); the rolling settings in the copied rolling.yml: serial 1 rolls in three batches, serial 3 set
   there rolls in one. This is also the operator account's test (issue 14 items 1 and 2, once
   tests/lab/after/test_operator_account.py): the installed copy runs, not the checkout, as `ops` with sudo (sshd's
-  own log), 0 changed, the fleet summary's line for a host and its JSON;
+  own log), 0 changed, the fleet summary's line for a host (its JSON: the rolls below);
 
 - a wrong variable on the last host is refused by the check play before the first batch: no host is changed;
 - the middle host's CUDA 13.0 lost its curand headers (FlashInfer's sampling JIT needs them): the first host is
@@ -103,7 +103,7 @@ def batches(out):
 
 def test_the_readmes_fleet_steps_run_as_written(fleet, tmp_path):
     ct200 = on("ct200")
-    since = int(ct200("date +%s"))
+    assert ct200("id -un ops && sudo -l -U ops | grep -c NOPASSWD").split() == ["ops", "1"]
     blocks = readme_blocks()
     install, vault, dry_run, run_steps, checkout = blocks  # a step gone or added changes this test
     assert [len(b) for b in blocks] == [2, 2, 1, 3, 3], blocks
@@ -174,6 +174,7 @@ def test_the_readmes_fleet_steps_run_as_written(fleet, tmp_path):
     # 5. One host first, the fleet (serial 1 from rolling.yml: three batches), then verify with serial 3 set there
     one, whole, verify = run_steps
     assert "-l ct200" in one and "--tags verify" in verify
+    since = int(ct200("date +%s"))  # the dry run logged in as ops too: this run's logins from here
     out = sh(one)
     converged(out, ("ct200",))
     assert batches(out) == 1 and "1 of 1 hosts READY" in out, out[-3000:]

@@ -67,8 +67,8 @@ def ended(run, unit, timeout=600):
 
 def cold_boot(lab, run, fault=None, wait_ready=True):
     """A cold boot of a fresh copy of the converged image, `fault` (a shell command) done to its disk first."""
+    lab.fresh = False  # first: a reset that fails leaves no host the next test could take for fresh
     _labctl("reset", LAB_HOST, LAB_INDEX, *([fault] if fault else []))
-    lab.fresh = False
     ended(run, VALIDATE)
     if wait_ready:
         ended(run, READY)  # the answer check after the service started (it ends at once when the validation failed)
