@@ -1,5 +1,5 @@
-"""Fault injection on ct200 after converge: kill -9 of the play at its long steps (the toolkit install, the
-venv build, the JIT smoke). Each test asserts the remote step really ran when the play was killed, that the
+"""Fault injection on ct200 after converge: kill -9 of the play at its long steps (the toolkit install, the JIT smoke;
+the venv build's is tests/lab/after/test_sglang_venv.py's kill test). Each test asserts the remote step really ran when the play was killed, that the
 service kept serving its previous state, and that the next run converges. Each test starts from a fresh copy
 of the converged image (`fresh`), so none has to converge back to the lab's inputs after itself.
 """
@@ -11,9 +11,8 @@ import subprocess
 
 import pytest
 
-from ..conftest import ROOT, on_host_until, playbook, playbook_command
-from .test_faults import back_and_held, converges, health, installed, marker, remove_pinned_package, serving
-from .test_ready_rollback import LAB_COMMAND
+from ..conftest import ROOT, on_host_until, playbook_command
+from .test_faults import back_and_held, converges, installed, marker, remove_pinned_package, serving
 
 pytestmark = pytest.mark.usefixtures("fresh")
 
@@ -55,32 +54,6 @@ def test_play_killed_during_the_toolkit_install(run):
     assert installed(run, "libcurand-13-0")
     serving(run)
     assert marker(run)["ready"]
-
-
-def test_play_killed_during_the_venv_build(run):
-    pid, current = serving(run), run("readlink /opt/sglang/current").strip()
-    # without bytecode (a third of the build: the service, run as root, writes what it imports on first use)
-    pins = {
-        "sglang_venv_packages": ["flashinfer-python==0.7.4", "torch==2.13.0", "tabulate==0.9.0"],
-        "sglang_venv_packages_no_deps": [],  # FlashInfer alone in this venv (no SGLang layer)
-        "sglang_venv_check_imports": ["flashinfer", "torch"],
-        "sglang_venv_bytecode": False,
-        # the service on it loads and warms FlashInfer's quantization module (a cold build of about a minute of CPU), not a second
-        # cold sampling build in the suite: the rerun still builds, checks, switches, smoke-tests and restarts
-        "sglang_service_command": [*LAB_COMMAND, "--module", "quantization"],
-        "sglang_service_jit_warm": ["quantization"],
-    }
-    kill_play_when(run, "TASK [blackwell.inference.sglang_venv : Install the pinned packages", "[b]in/python -m pip install", extra_vars=pins, settle=False)
-    assert run("readlink /opt/sglang/current").strip() == current and serving(run) == pid
-    assert marker(run)["ready"]
-    rc, out, _recap = playbook(extra_vars=pins)  # the build is redone, checked, switched, smoke-tested and restarted on it
-    assert rc == 0, out[-4000:]
-    # the variables' command replaced the unit's own, and the summary shows both
-    flat = " ".join(out.split())
-    assert "service command (from the variables): " + " ".join(pins["sglang_service_command"]) in flat, flat[-3000:]
-    assert "it replaced the unit's own: /root/venv_sglang211/bin/python /usr/local/libexec/sglang-standin.py --model-path" in flat
-    assert run("readlink /opt/sglang/current").strip() != current and serving(run) != pid and marker(run)["ready"]
-    assert [load["name"] for load in health(run)["loads"]] == ["quantization"]
 
 
 def test_play_killed_during_the_smoke(run):
