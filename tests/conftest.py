@@ -56,7 +56,7 @@ LAB_FILE_SECONDS = {
     "tests/lab/faults/test_foreign_dropin.py": 70,
     "tests/lab/faults/test_bad_variables.py": 60,
     "tests/lab/faults/test_short_failures.py": 60,
-    "tests/lab/before/test_cuda_toolkit_refusals.py": 60,
+    "tests/lab/before/test_cuda_toolkit_refusals.py": 35,
     "tests/lab/faults/test_rollback_goes_on.py": 45,
     "tests/lab/faults/test_not_the_units_answer.py": 40,
     "tests/lab/before/test_unit_values.py": 34,

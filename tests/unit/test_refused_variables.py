@@ -200,6 +200,23 @@ def judge(extra_vars_list):
 
 TABLE = cases()
 CHECKED = [c for c in TABLE if (c["var"], c["value"]) not in LATER]
+# The toolkit's refusals as the operator reads them, word for word (once rows of a whole site.yml run each in
+# tests/lab/before/test_cuda_toolkit_refusals.py, which keeps those the host decides: a release without pins, a default
+# toolkit that is not installed, an apt source already there)
+WORDED = [
+    ({"cuda_toolkit_method": "tarball"}, "value of cuda_toolkit_method must be one of: apt, runfile, got: tarball"),
+    ({"cuda_toolkit_components": "everything"}, "value of cuda_toolkit_components must be one of: slim, full, got: everything"),
+    ({"cuda_toolkit_hold": "maybe"}, "argument 'cuda_toolkit_hold' is of type str and we were unable to convert to bool"),
+    ({"cuda_toolkit_method": "runfile"}, "cuda_toolkit_method=runfile needs cuda_toolkit_runfiles['13.0.2']"),
+    (
+        {"cuda_toolkit_method": "runfile", "cuda_toolkit_runfiles": {"13.0.2": {"src": "/srv/cuda_13.0.2.run", "checksum": "md5:" + "0" * 32}}},
+        "and checksum sha256:<64 hex digits> (NVIDIA publishes md5 only",
+    ),
+    (
+        {"cuda_toolkit_repo_base_url": "http://mirror.example/cuda/repos", "cuda_toolkit_repo_key_fingerprint": ""},
+        "cuda_toolkit_repo_key_fingerprint must be set when the cuda-keyring package comes over plain http (http://mirror.example/cuda/repos)",
+    ),
+]
 
 
 def case_id(case):
@@ -210,14 +227,14 @@ def case_id(case):
 def verdicts(tmp_path_factory):
     """{"lab": the lab inventory as it is, case id: with that case's wrong value}, from one child process."""
     assert os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "blackwell", "inference"))
-    extra_vars = [{}] + [{c["var"]: c["value"]} for c in TABLE]
+    extra_vars = [{}] + [{c["var"]: c["value"]} for c in TABLE] + [given for given, _words in WORDED]
     path = tmp_path_factory.mktemp("refused") / "verdicts.json"
     cmd = [sys.executable, os.path.abspath(__file__), str(path)]
     proc = subprocess.run(cmd, input=json.dumps(extra_vars), cwd=ROOT, capture_output=True, text=True, check=False, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     results = json.loads(path.read_text(encoding="utf-8"))
     assert len(results) == len(extra_vars)
-    return dict(zip(["lab"] + [case_id(c) for c in TABLE], results, strict=True))
+    return dict(zip(["lab"] + [case_id(c) for c in TABLE] + ["worded-%d" % i for i in range(len(WORDED))], results, strict=True))
 
 
 def test_the_table_covers_the_roles():
@@ -248,6 +265,12 @@ def test_a_wrong_variable_is_refused_before_any_change_naming_it_and_no_other(ca
     assert case["var"] in names, "refused without naming the variable: %s" % msg
     # exactly that variable: a message listing every variable of its role would name the right one by chance
     assert not names - {case["var"]} - RELATED.get(case["var"], set()), "refused naming other variables too: %s" % msg
+
+
+@pytest.mark.parametrize(("index", "words"), [(i, w) for i, (_given, w) in enumerate(WORDED)], ids=[w[:40] for _g, w in WORDED])
+def test_the_toolkits_refusals_say_what_is_wrong_in_the_operators_words(index, words, verdicts):
+    got = verdicts["worded-%d" % index]
+    assert got["failed"] and got["msg"].startswith("Refused before any change. ") and words in " ".join(got["msg"].split()), got
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""cuda_toolkit refuses bad input and an old driver before any change; check mode changes nothing.
+"""cuda_toolkit refuses bad input and an old driver before any change; check mode changes nothing. The refusals the
+variables check words alone (a wrong choice, a runfile without its checksum, plain http without a fingerprint) are rows of
+tests/unit/test_refused_variables.py; here the ones the host decides.
 
 Runs after prepare and before converge: the host still has only CUDA 12.8.
 """
@@ -24,23 +26,11 @@ CT200_DOUBLE = {
     "extra_vars,message",
     [
         ({"cuda_toolkit_versions": ["13.x"]}, "cuda_toolkit_versions: '13.x' is not a full CUDA release X.Y.Z"),
-        ({"cuda_toolkit_method": "tarball"}, "value of cuda_toolkit_method must be one of: apt, runfile, got: tarball"),
-        ({"cuda_toolkit_components": "everything"}, "value of cuda_toolkit_components must be one of: slim, full, got: everything"),
-        ({"cuda_toolkit_hold": "maybe"}, "cuda_toolkit_hold"),
         ({"cuda_toolkit_versions": ["13.0.3"]}, "no pinned versions for CUDA 13.0.3 packages"),
         ({"cuda_toolkit_default": "11.8"}, "cuda_toolkit_default=11.8 must be the X.Y of a toolkit that is installed"),
         (
             {"cuda_toolkit_repo_source": "deb822"},
             "/etc/apt/sources.list.d/cuda-debian12-x86_64.list already point(s) at file:/srv/cuda-mirror/debian12/x86_64/",
-        ),
-        ({"cuda_toolkit_method": "runfile"}, "cuda_toolkit_method=runfile needs cuda_toolkit_runfiles['13.0.2']"),
-        (
-            {"cuda_toolkit_method": "runfile", "cuda_toolkit_runfiles": {"13.0.2": {"src": "/srv/cuda_13.0.2.run", "checksum": "md5:" + "0" * 32}}},
-            "and checksum sha256:<64 hex digits> (NVIDIA publishes md5 only",
-        ),
-        (
-            {"cuda_toolkit_repo_base_url": "http://mirror.example/cuda/repos", "cuda_toolkit_repo_key_fingerprint": ""},
-            "cuda_toolkit_repo_key_fingerprint must be set when the cuda-keyring package comes over plain http (http://mirror.example/cuda/repos)",
         ),
     ],
 )
