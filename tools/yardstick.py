@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """A fixed CPU yardstick: the same single-threaded work every time (hashing and integer arithmetic in the
 interpreter, stdlib only), its seconds printed. `make test` runs it at its start and at its end, so a run's
 figures can be compared with another's: a file's time divided by the run's yardstick is the machine's hour
@@ -16,8 +16,8 @@ ROUNDS = 60
 def work():
     digest = b"blackwell.inference"
     total = 0
-    for _ in range(ROUNDS):
-        for _ in range(40000):
+    for _round in range(ROUNDS):
+        for _step in range(40000):
             digest = hashlib.sha256(digest).digest()
         total += sum(i * i % 7 for i in range(400000))
     return digest.hex()[:8], total
