@@ -37,43 +37,44 @@ def _flush():
     _current.update(path=None, seconds=0.0, failed=0)  # keeps "controller"
 
 
-# Seconds each lab file takes on this machine kind (2 cores, a fresh run), a scheduling hint and the lab's budget: the lab
+# Seconds each lab file takes on this machine kind (2 cores, a fresh run: 6cc5d49's, yardstick 2.01 s, adjusted for the
+# cuts that followed it), a scheduling hint and the lab's budget: the lab
 # files are handed to the two workers longest first, so neither ends with a long file while the other idles. A file
 # missing here would run last (tests/unit/test_schedule.py fails on one).
 LAB_FILE_SECONDS = {
-    "tests/lab/faults/test_ready_rollback.py": 540,
-    "tests/lab/faults/test_ready_boot_lock.py": 200,
-    "tests/lab/faults/test_faults.py": 260,
-    "tests/lab/faults/test_failure_causes.py": 220,
-    "tests/lab/after/test_sglang_venv.py": 190,
-    "tests/lab/faults/test_fleet_roll.py": 190,
-    "tests/lab/before/test_cuda_link.py": 150,
-    "tests/lab/faults/test_faults_kill.py": 146,
-    "tests/lab/after/test_sglang_service.py": 140,
-    "tests/lab/faults/test_security.py": 105,
-    "tests/lab/after/test_cuda_toolkit.py": 90,
-    "tests/lab/before/test_cuda_repo_trust.py": 90,
-    "tests/lab/faults/test_foreign_dropin.py": 70,
-    "tests/lab/faults/test_bad_variables.py": 60,
-    "tests/lab/faults/test_short_failures.py": 60,
-    "tests/lab/before/test_cuda_toolkit_refusals.py": 35,
-    "tests/lab/faults/test_rollback_goes_on.py": 45,
-    "tests/lab/faults/test_not_the_units_answer.py": 40,
-    "tests/lab/before/test_unit_values.py": 34,
-    "tests/lab/before/test_lab_host.py": 23,
-    "tests/lab/after/test_site_facts.py": 23,
+    "tests/lab/faults/test_ready_rollback.py": 565,
+    "tests/lab/faults/test_ready_boot_lock.py": 234,
+    "tests/lab/faults/test_fleet_roll.py": 210,
+    "tests/lab/faults/test_failure_causes.py": 208,
+    "tests/lab/after/test_sglang_venv.py": 192,
+    "tests/lab/faults/test_faults.py": 190,
+    "tests/lab/before/test_cuda_link.py": 140,
+    "tests/lab/after/test_sglang_service.py": 119,
+    "tests/lab/faults/test_security.py": 102,
+    "tests/lab/before/test_cuda_repo_trust.py": 85,
+    "tests/lab/after/test_cuda_toolkit.py": 80,
+    "tests/lab/faults/test_faults_kill.py": 77,
+    "tests/lab/faults/test_short_failures.py": 59,
+    "tests/lab/faults/test_foreign_dropin.py": 58,
+    "tests/lab/faults/test_rollback_goes_on.py": 41,
+    "tests/lab/faults/test_bad_variables.py": 40,
+    "tests/lab/before/test_unit_values.py": 31,
+    "tests/lab/before/test_cuda_toolkit_refusals.py": 30,
+    "tests/lab/faults/test_not_the_units_answer.py": 30,
+    "tests/lab/before/test_lab_host.py": 24,
+    "tests/lab/after/test_site_facts.py": 20,
     "tests/lab/before/test_before_state.py": 7,
 }
 # The lab scenario (molecule: create, prepare, converge, idempotence, verify) is lab work too: in the budget, not in
 # the schedule (it always runs first).
-LAB_SCENARIO_SECONDS = {"tests/integration/test_lab_scenario.py": 410}
+LAB_SCENARIO_SECONDS = {"tests/integration/test_lab_scenario.py": 312}
 # What the hints may add up to: two workers, 24 minutes of lab work each (make test within 30 minutes on a fresh
 # machine, with the toolchain, lint, sanity and the controller-side tests around it). A new lab test fits inside it:
 # its change buys the time back elsewhere, or moves logic into a unit table (tests/unit/test_schedule.py).
 LAB_BUDGET_SECONDS = 2 * 24 * 60
 # tools/yardstick.py's seconds in the run the hints come from; a run's own yardstick scales them (a slow hour is not
 # a file over budget), and a file over OVER_BUDGET times its scaled hint is named at the end of the run.
-LAB_HINTS_YARDSTICK = 2.07
+LAB_HINTS_YARDSTICK = 2.01
 OVER_BUDGET = 1.5
 
 
@@ -154,8 +155,8 @@ def read_timings(path):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     _flush()
-    if not TIMINGS or os.environ.get("BLACKWELL_TIMINGS_REPORT") != "1":
-        return
+    if not TIMINGS or os.environ.get("BLACKWELL_TIMINGS_REPORT") != "1" or hasattr(config, "workerinput"):
+        return  # the table once, by the controller (a pytest-xdist worker's summary is not shown)
     rows = read_timings(TIMINGS)
     tr = terminalreporter
     tr.section("stage timings (seconds)")

@@ -149,7 +149,9 @@ def test_dpkg_lock_held_too_long_fails_clearly_then_the_next_run_converges(run):
         assert not installed(run) and run("dpkg --audit").strip() == ""
     finally:
         run("systemctl stop fault-dpkg-lock.service || true")
-    converges()
+    # the next toolkit run installs and holds it again (the service's revalidation after a reinstall is the mirror test's)
+    rc, out, _recap = playbook("--tags", "cuda_toolkit")
+    assert rc == 0, out[-4000:]
     back_and_held(run)
 
 

@@ -104,6 +104,8 @@ def batches(out):
 def test_the_readmes_fleet_steps_run_as_written(fleet, tmp_path):
     ct200 = on("ct200")
     assert ct200("id -un ops && sudo -l -U ops | grep -c NOPASSWD").split() == ["ops", "1"]
+    # the README's runs log in as ops (nothing else does; ssh's ControlPersist carries one login from run to run)
+    since = int(ct200("date +%s"))
     blocks = readme_blocks()
     install, vault, dry_run, run_steps, checkout = blocks  # a step gone or added changes this test
     assert [len(b) for b in blocks] == [2, 2, 1, 3, 3], blocks
@@ -174,7 +176,6 @@ def test_the_readmes_fleet_steps_run_as_written(fleet, tmp_path):
     # 5. One host first, the fleet (serial 1 from rolling.yml: three batches), then verify with serial 3 set there
     one, whole, verify = run_steps
     assert "-l ct200" in one and "--tags verify" in verify
-    since = int(ct200("date +%s"))  # the dry run logged in as ops too: this run's logins from here
     out = sh(one)
     converged(out, ("ct200",))
     assert batches(out) == 1 and "1 of 1 hosts READY" in out, out[-3000:]
