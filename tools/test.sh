@@ -13,7 +13,9 @@ mkdir -p "$(dirname "$BLACKWELL_TIMINGS")"
 rm -f "$BLACKWELL_TIMINGS"
 # the machine's hour, before anything else runs: a fixed CPU yardstick (again at the end, tests/conftest.py, by the
 # same interpreter: the system's python3, never the venv's)
-BLACKWELL_YARDSTICK_PYTHON=$(PATH=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$PWD/.venv/bin" | paste -sd:) command -v python3)
+# PATH without the toolchain's venv (being created while the lab cache builds, and never the yardstick's interpreter)
+system_path=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$PWD/.venv/bin" | paste -sd:)
+BLACKWELL_YARDSTICK_PYTHON=$(PATH=$system_path command -v python3)
 export BLACKWELL_YARDSTICK_PYTHON
 read -r yard_wall _yard_cpu < <("$BLACKWELL_YARDSTICK_PYTHON" tools/yardstick.py)
 if [ -n "${yard_wall:-}" ]; then
@@ -26,7 +28,7 @@ fi
 tools/stage.sh lab-deps make --no-print-directory lab-deps || exit 1
 log=tests/output/lab-cache.log
 # (without the toolchain's venv on PATH: it is being created meanwhile, so its python3 may not have pip yet)
-PATH=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$PWD/.venv/bin" | paste -sd:) \
+PATH=$system_path \
   tools/stage.sh lab-cache tests/fixtures/lab/labctl.sh cache "${LAB_SUITE:-bookworm}" >"$log" 2>&1 &
 cache=$!
 tools/stage.sh toolchain make --no-print-directory collection || exit 1
