@@ -9,7 +9,9 @@ import json
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd
 
-PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts", "MainPID", "ControlGroup", "InvocationID")
+PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts", "MainPID", "ControlGroup", "InvocationID", "ExecMainStartTimestamp")
+# what a message shows of them (the start time is the judge's, ready.started_at)
+DESCRIBED = PROPERTIES[:-1]
 
 
 # SGLang's "whole vocabulary" top_k (sampling_params.TOP_K_ALL; -1 becomes it): no top-k filter
@@ -17,8 +19,8 @@ SGLANG_TOP_K_ALL = 1 << 30
 
 
 def show_argv(unit):
-    """systemctl's argument list for the properties the wait judges."""
-    argv = ["systemctl", "show", unit]
+    """systemctl's argument list for the properties the wait judges (times as unix seconds: @N)."""
+    argv = ["systemctl", "show", unit, "--timestamp=unix"]
     for prop in PROPERTIES:
         argv += ["-p", prop]
     return argv
@@ -36,7 +38,7 @@ def parse_show(stdout):
 
 def describe(props):
     """One line of the unit's state, in systemctl show's own words."""
-    return " ".join("%s=%s" % (k, props[k]) for k in PROPERTIES if k in props) or "no state"
+    return " ".join("%s=%s" % (k, props[k]) for k in DESCRIBED if k in props) or "no state"
 
 
 def gave_up(props, restarts_before, crash_limit):

@@ -216,7 +216,7 @@ def summary(marker, facts):
     live = not _skipped(live_smoke)
     live_verdict = ready.smoke_verdict(live_smoke, facts.get("ready_without_launch")) if live else None
     # another file of the unit overrides what the role set (foreign): not ready, whatever the marker and the health say
-    readiness = ready.readiness(marker, facts.get("need"), health, live_verdict, facts.get("foreign"))
+    readiness = ready.readiness(marker, facts.get("need"), health, live_verdict, facts.get("foreign"), marker_damage=facts.get("marker_damage"))
     if live:
         steps = live_smoke.get("steps", {})
         source = "live (--tags verify)"
@@ -309,11 +309,13 @@ def fingerprint_checksums(files, written, observed, reread=False):
 
 def fingerprint(marker, facts, cuda_home, env, venv_target, archs, files=None, policy=None):
     """What a validation vouches for and whether this host needs one, worked out once: {inputs (sglang_service.inputs),
-    digest (their fingerprint), need ({needed, why}: ready.needs_validation against the ready marker)}."""
+    digest (their fingerprint), need ({needed, why}: ready.needs_validation against the ready marker; current, stale:
+    ready.inputs_current, whether the marker vouches for these inputs, which the judge reads)}."""
     vouched = sglang_service.inputs(facts, cuda_home, env, venv_target, archs, files, policy)
     digest = sglang_service.inputs_digest(vouched)
     needed, why = ready.needs_validation(marker, digest, vouched)
-    return {"inputs": vouched, "digest": digest, "need": {"needed": needed, "why": why}}
+    current, stale = ready.inputs_current(marker, digest, vouched)
+    return {"inputs": vouched, "digest": digest, "need": {"needed": needed, "why": why, "current": current, "stale": stale}}
 
 
 def unit_plan(unit, checked=None, mode=None, name=None, user=None, health_path="/health", sample_path="", sample_request=None):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 
+from ansible_collections.blackwell.inference.plugins.module_utils.service import ready
+
 
 def read_marker(path):
     """(marker, error): the ready marker (a local fact, JSON) as a dict; {} when there is none, and {} with the
@@ -21,13 +23,8 @@ def read_marker(path):
         return {}, None
     except OSError as exc:
         return {}, "%s cannot be read: %s" % (path, exc)
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return {}, "%s is not JSON (%s)" % (path, exc)
-    if not isinstance(data, dict):
-        return {}, "%s is not a JSON object" % path
-    return data, None
+    data, damage = ready.parse_marker(text)
+    return (data, None) if damage is None else ({}, "%s is %s" % (path, damage))
 
 
 def gone_venv_links(jit_dir):
@@ -64,11 +61,11 @@ def look_refusal(marker, venv_now):
     Its look can stand for the health check only on a host whose ready marker vouches for the state that runs; and a
     sampled request sent to the running service after its venv link moved (this run switched it) makes that service
     load code from the new venv (its sys.prefix is the link), which may rebuild its JIT workspace with the new venv's
-    paths. So it looks only when the marker is ready and was written for the venv the link points at now (venv_now:
-    the link's realpath)."""
+    paths. So it looks only when the marker's validation passed (ready.validation_passed: serving, or validated and
+    waiting for an answer) and was written for the venv the link points at now (venv_now: the link's realpath)."""
     marker = marker or {}
-    if not marker.get("ready"):
-        return "the ready marker does not say ready"
+    if not ready.validation_passed(marker):
+        return "the ready marker's validation did not pass"
     if venv_now is not None and marker.get("venv") != venv_now:
         return "the venv link points at %s, not at the validated %s" % (venv_now, marker.get("venv"))
     return None

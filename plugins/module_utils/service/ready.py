@@ -6,15 +6,20 @@
   again (revalidation), whether the preflight's look stands for the health check (health_stands);
 - the ready marker's content: what a step of the play writes (next_marker, marker, overridden) and what the boot
   validator's ready unit makes of it (pending, after_answer); PHASES;
-- a host's state and reason (state, readiness: STATES), the host's verdict over its services (host_verdict), and the
-  words READY / NOT READY (word).
+- the judge (judge): READY or not for every caller (the play's summary, --tags verify, the boot validator's answer
+  check and the check timer) from one reading: the marker, whether it vouches for the inputs in force, the answer of
+  the unit's own process and when that process started; a host's state and reason (STATES), the host's verdict over
+  its services (host_verdict), and the words READY / NOT READY (word).
 
 The role reaches it through its filters and plan, the fleet summary imports it, and the boot validator runs this same
 file on the host (copied into its package tree): stdlib and module_utils/common only, no Ansible."""
 
 from __future__ import annotations
 
+import calendar
+import json
 import re
+import time
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common.values import is_true
 
@@ -33,7 +38,11 @@ STATES = (SERVING, NOT_SERVING, NOT_VALIDATED, NOT_AS_VALIDATED)
 # overrides what the role set). The play writes those; the boot validator's ready unit also writes `not serving`.
 WRITTEN = ("serving", "validated", "failed", "overridden")
 PHASES = (*WRITTEN, "not serving")
+# the phases whose validation passed: the smoke vouches for the marker's inputs; whether the service serves them is
+# the answer's to say (judge)
+PASSED = ("serving", "validated", "not serving")
 BOOT_SOURCE = "boot validation (%s)"
+CHECK_SOURCE = "check timer (%s)"
 
 _ERROR_LINE = re.compile(r"(fatal )?error: .*")
 
@@ -81,17 +90,37 @@ def changed_inputs(old, new):
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
+def validation_passed(marker):
+    """Whether the marker's last validation passed (PASSED phases); a marker from before phases says so by `ready`."""
+    marker = marker or {}
+    if marker.get("phase") is None:
+        return bool(marker.get("ready"))
+    return marker.get("phase") in PASSED
+
+
+def inputs_current(marker, digest, vouched=None):
+    """(bool, why): whether the marker vouches for the current inputs (its digest), and which vouched inputs differ."""
+    if not marker:
+        return False, "no ready marker"
+    if marker.get("inputs") == digest:
+        return True, ""
+    what = changed_inputs(marker.get("vouched"), vouched) if marker.get("vouched") and vouched else []
+    return False, "validated inputs differ from the current ones%s" % ((" (" + ", ".join(what) + ")") if what else "")
+
+
 def needs_validation(marker, digest, vouched=None):
     """(bool, why) for an existing marker (None when absent) and the current inputs (digest, and the vouched inputs to
-    name what changed)."""
+    name what changed). A validation that passed and was left unrestarted on purpose (sglang_service_restart false:
+    phase validated, restart false) needs none: the service serves it once something restarts it."""
     if not marker:
         return True, "no ready marker"
-    if not marker.get("ready"):
+    current, why = inputs_current(marker, digest, vouched)
+    unrestarted = marker.get("phase") == "validated" and marker.get("restart") is False
+    if not marker.get("ready") and not unrestarted:
         return True, "marked not ready: %s" % marker.get("reason", "?")
-    if marker.get("inputs") != digest:
-        what = changed_inputs(marker.get("vouched"), vouched) if marker.get("vouched") and vouched else []
-        return True, "validated inputs differ from the current ones%s" % ((" (" + ", ".join(what) + ")") if what else "")
-    return False, "ready for the current inputs"
+    if not current:
+        return True, why
+    return False, "ready for the current inputs" if marker.get("ready") else "validated for the current inputs, not restarted"
 
 
 def revalidation(need, toolkit_installed=False, venv_switched=False, units_changed=False, runtime_changed=False):
@@ -123,10 +152,27 @@ def health_stands(look, revalidated, enable_changed, further_services):
     return bool(look and look.get("stands")) and not (revalidated or enable_changed or further_services)
 
 
-def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, smoke, previous=None, source="ansible", phase=None, vouched=None, promote=False):
+def marker(
+    ready,
+    reason,
+    now,
+    digest,
+    venv_target,
+    toolkit,
+    archs,
+    versions,
+    smoke,
+    previous=None,
+    source="ansible",
+    phase=None,
+    vouched=None,
+    promote=False,
+    restart=True,
+):
     """The facts.d JSON. `phase`: one of WRITTEN (validated when ready, failed when not, by default). last_good is the
     newest state that served; only a state that answered its health check (promote) replaces it, so it is kept across
-    failures, boots and kills."""
+    failures, boots and kills. restart: false when the validation was left unrestarted on purpose
+    (sglang_service_restart)."""
     phase = phase or ("validated" if ready else "failed")
     if phase not in WRITTEN:
         raise ValueError("phase %r is not one of %s" % (phase, ", ".join(WRITTEN)))
@@ -145,6 +191,7 @@ def marker(ready, reason, now, digest, venv_target, toolkit, archs, versions, sm
         "archs": archs,
         "launched": bool((steps.get("launch") or {}).get("launched")),
         "smoke": steps,
+        "restart": bool(restart),
     }
     # when a validation last passed and when the service last answered (the textfile collector's timestamps)
     out["validated_at"] = now if phase == "validated" else (previous or {}).get("validated_at")
@@ -169,6 +216,8 @@ def overridden(marker, reason, now):
     return out
 
 
+NOT_RESTARTED = "not restarted (sglang_service_restart is false): ready once the service, started after this, answers"
+
 # the keys of next_marker's `state`: what the marker says the validation was of
 STATE_KEYS = ("inputs", "venv", "toolkit", "archs", "versions", "vouched", "smoke", "restart")
 
@@ -177,7 +226,7 @@ def next_marker(previous, step, reason, now, state=None):
     """The marker a step of the play writes (None: the step leaves the marker as it is), from the marker as it was
     (previous), the step, its reason, the time and the state validated (STATE_KEYS: the digest as `inputs`, the venv's
     target, the toolkit, the archs, the versions, the vouched inputs, the smoke's result and sglang_service_restart):
-    - validated: the smoke passed; ready at once only when the service is not restarted (else once it answered);
+    - validated: the smoke passed; never ready (the service has not answered on it: judge decides once it does);
     - serving: the restarted service answered: ready, and this state becomes last_good;
     - failed: the rollback's (last_good kept);
     - overridden: another file of the unit overrides what the role set (`reason` names it; only `now` is used)."""
@@ -188,13 +237,13 @@ def next_marker(previous, step, reason, now, state=None):
     if unknown:
         raise ValueError("marker state: unknown keys %s (allowed: %s)" % (", ".join(unknown), ", ".join(STATE_KEYS)))
     restart = is_true(s.get("restart", True))
-    ready, promote = {"validated": (not restart, False), "serving": (True, True), "failed": (False, False)}.get(step, (None, None))
+    ready, promote = {"validated": (False, False), "serving": (True, True), "failed": (False, False)}.get(step, (None, None))
     if ready is None:
         raise ValueError("step %r is not one of validated, serving, failed, overridden" % (step,))
     if step == "validated":
-        reason = "%s; %s" % (reason, "waiting for the restarted service to answer" if restart else "not restarted (sglang_service_restart is false)")
+        reason = "%s; %s" % (reason, "waiting for the restarted service to answer" if restart else NOT_RESTARTED)
     fields = [s.get(k) for k in ("inputs", "venv", "toolkit", "archs", "versions", "smoke")]
-    return marker(ready, reason, now, *fields, previous, phase=step, vouched=s.get("vouched"), promote=promote)
+    return marker(ready, reason, now, *fields, previous, phase=step, vouched=s.get("vouched"), promote=promote, restart=restart)
 
 
 def pending(marker, inputs, service):
@@ -229,44 +278,127 @@ def _first(reason):
     return str(reason or "validated").split("; waiting for", 1)[0]
 
 
-def state(marker_ready, current, health_status, live=None):
-    """(ready, state, reason) reported for a host: ready only when validated for the current inputs and the
-    service answers now (and a live smoke, when one ran, passed). state is one of SERVING, NOT_SERVING,
-    NOT_VALIDATED."""
-    live_ok = True if live is None else bool(live.get("ready"))
-    validated = bool(marker_ready) and bool(current) and live_ok
-    serving = str(health_status) == "200"
-    if validated and serving:
-        return True, SERVING
-    if validated:
-        return False, NOT_SERVING
-    return False, NOT_VALIDATED
+def epoch(stamp):
+    """Seconds since the epoch of a marker time (%Y-%m-%dT%H:%M:%SZ); None when there is none or it is not one."""
+    try:
+        return calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ")) if stamp else None
+    except ValueError:
+        return None
 
 
-def readiness(marker, need, health, live=None, foreign=None):
-    """{ready, state, reason} of a host, from the ready marker, whether it needs a validation (needs_validation),
-    the health check now (service_health's result: status, msg), a live smoke's verdict (None when none ran) and
-    foreign (another file of the unit overrides what the role set: what systemd runs is not what was validated,
-    whatever the marker and the health say; NOT_AS_VALIDATED with that reason).
+def started_at(unit_state):
+    """Unix seconds of the unit's main process start (systemctl show --timestamp=unix: ExecMainStartTimestamp=@N), or
+    None when it never started or the reading has no such property."""
+    value = str((unit_state or {}).get("ExecMainStartTimestamp") or "").lstrip("@")
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
 
-    The reason is the first that applies: a failing live smoke, a host marked not ready, inputs changed since the
-    validation, no answer, then the passing ones (the live smoke's, the marker's)."""
-    if foreign:
-        return {"ready": False, "state": NOT_AS_VALIDATED, "reason": foreign}
-    marker, need, health = marker or {}, need or {}, health or {}
-    current = not need.get("needed")
-    status = health.get("status", -1)
-    marked = bool(marker.get("ready"))
-    ready, name = state(marked, current, status, live)
-    reasons = (
-        live.get("reason") if live is not None and not live.get("ready") else "",
-        "" if marked else marker.get("reason") or "no ready marker",
-        "" if current else "%s; a converge revalidates" % need.get("why"),
-        "" if str(status) == "200" else "the service %s" % health.get("msg", "does not answer"),
-        live.get("reason") if live is not None else "",
-        marker.get("reason") or "",
+
+def answer_of_unit(answer):
+    """(ok, why not): whether a look or a wait (service_http.look, service_health) saw the unit's own process answer its
+    health endpoint, and its sampled request when one was asked. An answer from another process holding the port
+    (not_the_unit) is no answer: the unit may be stopped."""
+    answer = answer or {}
+    if answer.get("not_looked"):
+        return False, "was not asked: %s" % answer["not_looked"]
+    if answer.get("not_the_unit"):
+        return False, "does not answer: the answer on its port is not its own (%s)" % answer["not_the_unit"]
+    sample = answer.get("sample")
+    if isinstance(sample, dict) and not sample.get("ok", True):
+        return False, answer.get("msg") or "answered, but its sampled request failed: %s" % sample.get("detail", "?")
+    answered = answer.get("answered")
+    if answered is None:  # a result without the key (older registrations): its HTTP status says
+        answered = str(answer.get("status")) == "200"
+    if not answered:
+        return False, answer.get("msg") or "does not answer"
+    return True, ""
+
+
+def parse_marker(text):
+    """(marker, damage) of the marker file's text: (None, None) when there is none (None), ({...}, None) when it is a
+    JSON object, else (None, what is wrong): a damaged marker vouches for nothing, and the caller says so instead of
+    dying on it."""
+    if text is None:
+        return None, None
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        return None, "not JSON (%s)" % exc
+    if not isinstance(doc, dict):
+        return None, "a JSON %s, not an object" % type(doc).__name__
+    return doc, None
+
+
+def _r(ready, name, reason):
+    return {"ready": ready, "state": name, "reason": reason}
+
+
+def judge(reading):
+    """{ready, state, reason}: READY or not, for every caller, from one reading of the host:
+
+    - marker: the ready marker as read (None: none), marker_damage: what is wrong with a damaged one;
+    - current, stale: whether the marker vouches for the inputs in force, and why not;
+    - answer: a look or a wait at the service (answer_of_unit: the unit's own process must answer);
+    - started: when the unit's running process started (started_at), against the marker's validated_at for a
+      validation the service has not been seen serving yet (phase validated);
+    - live: a live smoke's verdict (--tags verify), None when none ran;
+    - foreign: another file of the unit overrides what the role set (what systemd runs is not what was validated).
+
+    READY only when the last validation passed for the current inputs and the unit's own process answers now, started
+    after that validation. The reason is the first that applies."""
+    r = reading or {}
+    if r.get("foreign"):
+        return _r(False, NOT_AS_VALIDATED, str(r["foreign"]))
+    if r.get("marker_damage"):
+        return _r(False, NOT_VALIDATED, "the ready marker is damaged (%s); a converge revalidates" % r["marker_damage"])
+    marker, live = r.get("marker") or {}, r.get("live")
+    if live is not None and not live.get("ready"):
+        return _r(False, NOT_VALIDATED, live.get("reason") or "the live smoke failed")
+    if not validation_passed(marker):
+        return _r(False, NOT_VALIDATED, marker.get("reason") or "no ready marker")
+    if not r.get("current", False):
+        return _r(False, NOT_VALIDATED, "%s; a converge revalidates" % (r.get("stale") or "not validated for the current inputs"))
+    ok, why = answer_of_unit(r.get("answer"))
+    if not ok:
+        return _r(False, NOT_SERVING, "the service %s" % why)
+    if marker.get("phase") == "validated":
+        started = r["started"] if r.get("started") is not None else started_at((r.get("answer") or {}).get("unit_state"))
+        validated = epoch(marker.get("validated_at"))
+        if started is None or validated is None or started < validated:
+            since = "started %s" % time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)) if started is not None else "start time unknown"
+            return _r(
+                False,
+                NOT_SERVING,
+                "validated at %s, but the process that answers runs from before it (%s): %s"
+                % (marker.get("validated_at") or "?", since, "restart the service to serve it" if marker.get("restart") is False else "a converge restarts it"),
+            )
+    reason = live.get("reason") if live is not None else _first(marker.get("reason")) if marker.get("phase") == "validated" else marker.get("reason")
+    return _r(True, SERVING, reason or "")
+
+
+def readiness(marker, need, health, live=None, foreign=None, started=None, marker_damage=None):
+    """judge() over the play's registrations: the marker as it is, the fingerprint's need ({needed, why, current,
+    stale}: needs_validation and inputs_current), the health that counts now (service_health's result or the
+    preflight's look), a live smoke's verdict and foreign. started: the unit's start (started_at), else the health's
+    unit_state says."""
+    need, health = need or {}, health or {}
+    current = need.get("current")
+    if current is None:  # a need without the inputs' own verdict: needed for any reason is not current
+        current = not need.get("needed")
+    return judge(
+        {
+            "marker": marker,
+            "marker_damage": marker_damage,
+            "current": current,
+            "stale": need.get("stale") or need.get("why"),
+            "answer": health,
+            "started": started,
+            "live": live,
+            "foreign": foreign,
+        }
     )
-    return {"ready": ready, "state": name, "reason": next((r for r in reasons if r), "")}
 
 
 def host_verdict(host, summaries):

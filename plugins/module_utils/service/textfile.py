@@ -10,10 +10,8 @@ one). The boot validator runs this file on the host (copied into its package tre
 
 from __future__ import annotations
 
-import calendar
 import os
 import re
-import time
 
 from ansible_collections.blackwell.inference.plugins.module_utils.service import ready
 
@@ -39,14 +37,6 @@ def _label(value):
 
 def _labels(pairs):
     return "{%s}" % ",".join('%s="%s"' % (key, _label(value)) for key, value in pairs)
-
-
-def _epoch(stamp):
-    """Seconds since the epoch of a marker time (%Y-%m-%dT%H:%M:%SZ); None when there is none or it is not one."""
-    try:
-        return calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ")) if stamp else None
-    except ValueError:
-        return None
 
 
 def flashinfer(marker):
@@ -86,7 +76,7 @@ def render(marker, service):
         ("last_validation_timestamp_seconds", marker.get("validated_at"), "When a validation of the service last passed (Unix time)."),
         ("last_answer_timestamp_seconds", marker.get("answered_at"), "When the service last answered after a start (Unix time)."),
     ):
-        seconds = _epoch(stamp)
+        seconds = ready.epoch(stamp)
         metrics.append((name, help_text, [((("service", svc),), seconds)] if seconds is not None else []))
     out = []
     for name, help_text, samples in metrics:

@@ -10,7 +10,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils.service import
 
 STANDS = {"stands": True, "answered": True, "status": 200, "sample": {"ok": True}, "not_looked": None}
 FALLS = {"stands": False, "answered": False, "status": -1, "sample": None, "not_looked": None}
-NOT_LOOKED = {"stands": False, "not_looked": "the ready marker does not say ready", "answered": None, "status": None, "sample": None}
+NOT_LOOKED = {"stands": False, "not_looked": "the ready marker's validation did not pass", "answered": None, "status": None, "sample": None}
 NOTHING = {"revalidated": False, "enable_changed": False, "further_services": False}
 # what tasks/health.yml gives the module (the role's rollout and rollback give no look)
 ASK = {"url": "http://127.0.0.1:30000/health", "unit": "sglang.service", "timeout": 0, "must_answer": False}

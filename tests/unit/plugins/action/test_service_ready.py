@@ -86,7 +86,11 @@ def test_the_fingerprint_without_a_read_when_the_write_and_the_observation_say_w
     )
     assert {k: got[k] for k in ("inputs", "digest", "need")} == want
     # no marker: validated, for that reason
-    assert got["need"] == {"needed": True, "why": "no ready marker"} and got["why"] == "no ready marker" and got["revalidate"] is True
+    assert (
+        got["need"] == {"needed": True, "why": "no ready marker", "current": False, "stale": "no ready marker"}
+        and got["why"] == "no ready marker"
+        and got["revalidate"] is True
+    )
     # the settings carry the fingerprint; the file was not observed, so writing it is pending
     (entry,) = got["settings_paths"]
     assert json.loads(entry["content"]) == dict(SETTINGS, inputs=got["digest"], vouched=got["inputs"]) and got["settings_pending"] is True
@@ -151,7 +155,7 @@ def test_why_this_run_validates_again(monkeypatch, changes, foreign, why, revali
     first, _calls = run_action(monkeypatch, marker_args)
     marker = {"ready": True, "inputs": first["digest"], "vouched": first["inputs"]}
     got, _calls = run_action(monkeypatch, fingerprint_args(marker=marker, foreign=foreign, **changes))
-    assert got["need"] == {"needed": False, "why": "ready for the current inputs"}
+    assert got["need"] == {"needed": False, "why": "ready for the current inputs", "current": True, "stale": ""}
     assert (got["why"], got["revalidate"]) == (why, revalidate)
 
 

@@ -64,7 +64,7 @@ def test_no_look_at_a_service_the_marker_does_not_vouch_for(tmp_path):
     marker.write_text(json.dumps({"ready": False}))
     p = sr.params({"marker": str(marker), "cuda_home": "/nowhere", "jit_dir": str(tmp_path), "health": {"path": "/health", "unit": "sglang.service"}})
     got = sr.read(Module(), commands.CachingRunner(no_commands), p)
-    assert got["health"] == {"stands": False, "not_looked": "the ready marker does not say ready", "answered": None, "status": None, "sample": None}
+    assert got["health"] == {"stands": False, "not_looked": "the ready marker's validation did not pass", "answered": None, "status": None, "sample": None}
     assert got["nvcc"]["exists"] is False
 
 

@@ -19,7 +19,8 @@ STARTING = "Result=success\nNRestarts=0\nExecMainStatus=0\nActiveState=activatin
 
 def test_show_argv_is_an_argument_list():
     argv = sh.show_argv("sglang-k26.service")
-    assert argv[:3] == ["systemctl", "show", "sglang-k26.service"] and argv[3::2] == ["-p"] * 8 and set(argv[4::2]) == set(sh.PROPERTIES)
+    assert argv[:4] == ["systemctl", "show", "sglang-k26.service", "--timestamp=unix"]
+    assert argv[4::2] == ["-p"] * len(sh.PROPERTIES) and set(argv[5::2]) == set(sh.PROPERTIES)
 
 
 def test_parse_show():

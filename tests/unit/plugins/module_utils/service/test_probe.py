@@ -24,7 +24,7 @@ def test_the_marker_as_written(tmp_path):
     assert sp.read_marker(str(path)) == (MARKER, None)
 
 
-@pytest.mark.parametrize("text,why", [('{\n    "archs": "12.0f",\n', "is not JSON"), ("[]", "is not a JSON object"), ("", "is not JSON")])
+@pytest.mark.parametrize("text,why", [('{\n    "archs": "12.0f",\n', "is not JSON"), ("[]", "is a JSON list, not an object"), ("", "is not JSON")])
 def test_a_marker_that_cannot_be_used_is_no_marker_with_the_reason(tmp_path, text, why):
     path = tmp_path / "blackwell_inference.fact"
     path.write_text(text)
@@ -66,9 +66,13 @@ def test_snapshot_state(tmp_path):
         ({"ready": True, "venv": "/opt/sglang/venvs/a1"}, None, None),  # no venv link given: look
         # this run switched the link: the running service would load the new venv's code for the sampled request
         ({"ready": True, "venv": "/opt/sglang/venvs/a1"}, "/opt/sglang/venvs/b2", "points at /opt/sglang/venvs/b2, not at the validated"),
-        ({"ready": False, "venv": "/opt/sglang/venvs/a1"}, "/opt/sglang/venvs/a1", "does not say ready"),  # validation follows
-        ({}, "/opt/sglang/venvs/a1", "does not say ready"),  # no marker (first converge)
-        (None, None, "does not say ready"),
+        ({"ready": False, "venv": "/opt/sglang/venvs/a1"}, "/opt/sglang/venvs/a1", "validation did not pass"),  # validation follows
+        ({}, "/opt/sglang/venvs/a1", "validation did not pass"),  # no marker (first converge)
+        # a boot's validation, waiting for the answer: looked at (the judge says whether this start serves it)
+        ({"ready": False, "phase": "validated", "venv": "/opt/sglang/venvs/a1"}, "/opt/sglang/venvs/a1", None),
+        ({"ready": False, "phase": "not serving", "venv": "/opt/sglang/venvs/a1"}, "/opt/sglang/venvs/a1", None),
+        ({"ready": False, "phase": "failed", "venv": "/opt/sglang/venvs/a1"}, "/opt/sglang/venvs/a1", "validation did not pass"),
+        (None, None, "validation did not pass"),
     ],
 )
 def test_look_refusal(marker, venv_now, refused):

@@ -105,22 +105,6 @@ def test_marker_keeps_last_good_until_a_state_serves():
         ready.marker(True, "x", "t", "d", "/v", {}, "", {}, None, phase="ready")
 
 
-@pytest.mark.parametrize(
-    "marker_ready,current,health,live,expected",
-    [
-        (True, True, 200, None, (True, "validated and serving")),
-        (True, True, "200", {"ready": True}, (True, "validated and serving")),
-        (True, True, -1, None, (False, "validated but not serving")),  # restarted and never answered
-        (True, True, 503, None, (False, "validated but not serving")),
-        (True, False, 200, None, (False, "not validated")),  # inputs changed since
-        (False, True, 200, None, (False, "not validated")),  # rolled back: the old state serves, the new one failed
-        (True, True, 200, {"ready": False}, (False, "not validated")),  # the live smoke (--tags verify) failed
-    ],
-)
-def test_state(marker_ready, current, health, live, expected):
-    assert ready.state(marker_ready, current, health, live) == expected
-
-
 MARKED = {"ready": True, "reason": "compiled, JIT cache warm (sampling); not launched (no GPU device node (/dev/nvidia0)), allowed by policy"}
 ROLLED_BACK = {"ready": False, "reason": "the restarted service did not answer: the unit is failed; restored the last good state of 2026-12-01T02:00:52Z"}
 CURRENT = {"needed": False, "why": ""}
@@ -282,8 +266,9 @@ PREVIOUS = {"ready": True, "phase": "serving", "reason": "old", "last_good": {"v
     [
         # what the role's rollout, rollback and validate tasks wrote with their positional calls, step by step
         ("validated", STATE, False, "r; waiting for the restarted service to answer", PREVIOUS["last_good"]),
-        ("validated", dict(STATE, restart=False), True, "r; not restarted (sglang_service_restart is false)", PREVIOUS["last_good"]),
-        ("validated", dict(STATE, restart="False"), True, "r; not restarted (sglang_service_restart is false)", PREVIOUS["last_good"]),
+        # sglang_service_restart false: validated, never ready before the service answers on it (issue 57 item 6)
+        ("validated", dict(STATE, restart=False), False, "r; " + ready.NOT_RESTARTED, PREVIOUS["last_good"]),
+        ("validated", dict(STATE, restart="False"), False, "r; " + ready.NOT_RESTARTED, PREVIOUS["last_good"]),
         ("serving", STATE, True, "r", {"venv": "/opt/sglang/venvs/a", "inputs": "d1", "time": "2026-12-06T12:00:00Z"}),
         ("failed", STATE, False, "r", PREVIOUS["last_good"]),
     ],
@@ -293,7 +278,7 @@ def test_next_marker_is_the_marker_each_step_wrote(step, state, is_ready, reason
     promote = step == "serving"
     want = ready.marker(
         is_ready, reason, "2026-12-06T12:00:00Z", "d1", "/opt/sglang/venvs/a", STATE["toolkit"], "12.0f", STATE["versions"], NO_GPU, PREVIOUS,
-        phase=step, vouched=STATE["vouched"], promote=promote,
+        phase=step, vouched=STATE["vouched"], promote=promote, restart=ready.is_true(state["restart"]),
     )  # fmt: skip
     assert got == want and got["ready"] is is_ready and got["phase"] == step and got["reason"] == reason and got["last_good"] == last_good
 
@@ -306,3 +291,110 @@ def test_next_marker_overridden_and_refusals():
         ready.next_marker(PREVIOUS, "ready", "r", "t", STATE)
     with pytest.raises(ValueError, match="unknown keys digest"):
         ready.next_marker(PREVIOUS, "failed", "r", "t", dict(STATE, digest="d1"))
+
+
+# The judge (issue 57 item 2): one reading, one verdict, for the play's summary, --tags verify, the boot validator's
+# answer check and the check timer. Each row is one case of the issue on a simulated reading.
+VALIDATED_AT = "2026-12-07T10:00:00Z"  # 1796637600
+SERVING_MARKER = {"ready": True, "phase": "serving", "reason": "kernel launched (max_error=0)", "inputs": "d1", "validated_at": VALIDATED_AT}
+BOOT_MARKER = {  # the boot validator's, waiting for the unit's answer
+    "ready": False,
+    "phase": "validated",
+    "reason": "kernel launched (max_error=0); waiting for the service to answer",
+    "inputs": "d1",
+    "validated_at": VALIDATED_AT,
+    "source": "boot validation (sglang-k26.service)",
+}
+NOT_RESTARTED_MARKER = dict(BOOT_MARKER, reason="kernel launched (max_error=0); " + ready.NOT_RESTARTED, restart=False, source="ansible")
+SLOW_BOOT_MARKER = dict(BOOT_MARKER, phase="not serving", reason="the service did not answer after boot: no answer after 600 s")
+OWN = {"answered": True, "status": 200, "sample": {"ok": True, "status": 200}, "unit_state": {"ExecMainStartTimestamp": "@1796637660.5"}}
+OTHER = {  # service_health with must_answer false, the unit stopped and a hand-started server on the port (item 1)
+    "answered": False,
+    "status": 200,
+    "msg": "answered on http://127.0.0.1:30000/health, but not from sglang-k26.service: the port is held by pid 4242 (user nobody: python3 x)",
+    "not_the_unit": "the port is held by pid 4242 (user nobody: python3 x), not by a process of the unit (MainPID 0)",
+}
+OLD_PROCESS = dict(OWN, unit_state={"ExecMainStartTimestamp": "@1796637000"})  # started before the validation
+SAMPLE_FAILED = dict(OWN, answered=True, stands=False, sample={"ok": False, "status": 500, "detail": "answered HTTP 500: boom"})
+
+
+@pytest.mark.parametrize(
+    ("reading", "state", "reason"),
+    [
+        ({"marker": SERVING_MARKER, "current": True, "answer": OWN}, ready.SERVING, SERVING_MARKER["reason"]),
+        # 1: the unit stopped, another process answers the port: no answer of the unit's
+        ({"marker": SERVING_MARKER, "current": True, "answer": OTHER}, ready.NOT_SERVING, "the service does not answer: the answer on its port is not its own"),
+        # an answer without the unit's own (an older result with only the status): still judged by its status
+        ({"marker": SERVING_MARKER, "current": True, "answer": {"status": 200}}, ready.SERVING, SERVING_MARKER["reason"]),
+        ({"marker": SERVING_MARKER, "current": True, "answer": {"status": 503}}, ready.NOT_SERVING, "the service does not answer"),
+        ({"marker": SERVING_MARKER, "current": True, "answer": SAMPLE_FAILED}, ready.NOT_SERVING, "the service answered, but its sampled request failed"),
+        ({"marker": SERVING_MARKER, "current": True, "answer": None}, ready.NOT_SERVING, "the service does not answer"),
+        # 4: a damaged marker vouches for nothing, and is said to be damaged
+        ({"marker": None, "marker_damage": "a JSON list, not an object", "answer": OWN}, ready.NOT_VALIDATED, "the ready marker is damaged (a JSON list"),
+        ({"marker": None, "answer": OWN}, ready.NOT_VALIDATED, "no ready marker"),
+        # 6: right after a boot, the validation passed and the unit's own process, started after it, answers: READY
+        ({"marker": BOOT_MARKER, "current": True, "answer": OWN}, ready.SERVING, "kernel launched (max_error=0)"),
+        # 5: a slow load at boot marked not serving; it answers now: READY (the timer writes it)
+        ({"marker": SLOW_BOOT_MARKER, "current": True, "answer": OWN}, ready.SERVING, SLOW_BOOT_MARKER["reason"]),
+        # 6: sglang_service_restart false, the service still runs what it started with before the validation
+        ({"marker": NOT_RESTARTED_MARKER, "current": True, "answer": OLD_PROCESS}, ready.NOT_SERVING, "but the process that answers runs from before it"),
+        ({"marker": NOT_RESTARTED_MARKER, "current": True, "answer": OLD_PROCESS}, ready.NOT_SERVING, "restart the service to serve it"),
+        ({"marker": NOT_RESTARTED_MARKER, "current": True, "answer": OWN}, ready.SERVING, "kernel launched (max_error=0)"),
+        ({"marker": BOOT_MARKER, "current": True, "answer": dict(OWN, unit_state={})}, ready.NOT_SERVING, "start time unknown"),
+        # a failed validation, or one for other inputs: the old state may answer, it is not what was validated
+        (
+            {"marker": dict(SERVING_MARKER, phase="failed", ready=False, reason="smoke failed: x"), "current": True, "answer": OWN},
+            ready.NOT_VALIDATED,
+            "smoke failed: x",
+        ),
+        (
+            {"marker": SERVING_MARKER, "current": False, "stale": "validated inputs differ (toolkit)", "answer": OWN},
+            ready.NOT_VALIDATED,
+            "validated inputs differ (toolkit); a converge",
+        ),
+        ({"marker": SERVING_MARKER, "current": True, "answer": OWN, "live": {"ready": False, "reason": "nvcc fatal"}}, ready.NOT_VALIDATED, "nvcc fatal"),
+        ({"marker": SERVING_MARKER, "current": True, "answer": OWN, "live": {"ready": True, "reason": "live ok"}}, ready.SERVING, "live ok"),
+        ({"marker": SERVING_MARKER, "current": True, "answer": OWN, "foreign": "90-x.conf sets CUDA_HOME"}, ready.NOT_AS_VALIDATED, "90-x.conf sets CUDA_HOME"),
+        # the look was refused (the venv link moved since the validation)
+        ({"marker": SERVING_MARKER, "current": True, "answer": {"not_looked": "the venv link points at b"}}, ready.NOT_SERVING, "was not asked: the venv link"),
+    ],
+)
+def test_the_judge(reading, state, reason):
+    got = ready.judge(reading)
+    assert got["state"] == state and got["ready"] is (state == ready.SERVING) and reason in got["reason"], got
+
+
+def test_readiness_is_the_judge_over_the_plays_registrations():
+    need = {"needed": True, "why": "marked not ready: x; waiting for the service to answer", "current": True, "stale": ""}
+    got = ready.readiness(BOOT_MARKER, need, OWN)  # the boot's marker: needed by the play, READY by the answer
+    assert got["ready"] is True and got["state"] == ready.SERVING
+    got = ready.readiness(SERVING_MARKER, {"needed": False}, OTHER)
+    assert got["ready"] is False and "not its own" in got["reason"]
+    assert ready.readiness(None, None, None, marker_damage="not JSON (x)")["reason"].startswith("the ready marker is damaged")
+
+
+@pytest.mark.parametrize(
+    ("marker", "needed", "why"),
+    [
+        (NOT_RESTARTED_MARKER, False, "validated for the current inputs, not restarted"),  # a second converge: 0 changed
+        (dict(NOT_RESTARTED_MARKER, inputs="d0"), True, "validated inputs differ from the current ones"),
+        (BOOT_MARKER, True, "marked not ready: kernel launched (max_error=0); waiting for the service to answer"),
+    ],
+)
+def test_an_unrestarted_validation_needs_none(marker, needed, why):
+    assert ready.needs_validation(marker, "d1") == (needed, why)
+
+
+@pytest.mark.parametrize(
+    ("text", "marker", "damage"),
+    [
+        (None, None, None),
+        ('{"ready": true}', {"ready": True}, None),
+        ("[]", None, "a JSON list, not an object"),
+        ('{\n    "archs": "12.0f",\n', None, "not JSON"),
+        ("", None, "not JSON"),
+    ],
+)
+def test_parse_marker(text, marker, damage):
+    got = ready.parse_marker(text)
+    assert got[0] == marker and (got[1] or "").startswith(damage or "") and (got[1] is None) is (damage is None)

@@ -533,7 +533,8 @@ def test_the_fingerprint_is_inputs_digest_and_need_in_one():
     for m in (marker, None, dict(marker, ready=False, reason="smoke failed"), dict(marker, inputs="0" * 16)):
         got = service_plan.fingerprint(m, CT200_FACTS, *args)
         needed, why = ready.needs_validation(m, digest, inputs)
-        assert got == {"inputs": inputs, "digest": digest, "need": {"needed": needed, "why": why}}
+        current, stale = ready.inputs_current(m, digest, inputs)
+        assert got == {"inputs": inputs, "digest": digest, "need": {"needed": needed, "why": why, "current": current, "stale": stale}}
     assert service_plan.fingerprint(marker, CT200_FACTS, *args)["need"]["needed"] is False
 
 
