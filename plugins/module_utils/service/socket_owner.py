@@ -8,27 +8,67 @@ does: the listening sockets of /proc/net/tcp and tcp6, then the process whose fi
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import pwd
+import socket
+import sys
 import urllib.parse
 
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column
 
 
-def listening_inodes(table, port):
-    """The inodes of the sockets listening on `port` in one /proc/net/tcp or tcp6 text."""
-    inodes = set()
+def _address(hexaddr):
+    """The IP address of one /proc/net/tcp or tcp6 local_address' address part: 32-bit words in the host's byte order."""
+    raw = bytes.fromhex(hexaddr)
+    if sys.byteorder == "little":
+        raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return ipaddress.ip_address(raw)
+
+
+def listeners(table, port):
+    """[(address, inode)] of the sockets listening on `port` in one /proc/net/tcp or tcp6 text."""
+    out = []
     for line in (table or "").splitlines()[1:]:
         fields = line.split()
         if len(fields) < 10 or fields[3] != LISTEN:
             continue
-        _addr, _sep, hexport = fields[1].rpartition(":")
+        hexaddr, _sep, hexport = fields[1].rpartition(":")
         try:
             if int(hexport, 16) == int(port):
-                inodes.add(fields[9])
+                out.append((_address(hexaddr), fields[9]))
         except ValueError:
             continue
-    return inodes
+    return out
+
+
+def listening_inodes(table, port):
+    """The inodes of the sockets listening on `port` in one /proc/net/tcp or tcp6 text."""
+    return {inode for _addr, inode in listeners(table, port)}
+
+
+def reached(found, host):
+    """The inodes a connection to `host` (an IP address, the health check's) reaches among `found` ([(address, inode)]
+    of tcp and tcp6): the kernel takes the listener bound to that very address over a wildcard one, and an IPv4
+    socket over an IPv6 one that also takes IPv4 (`::`, or `::ffff:a.b.c.d`). With no host, every listener."""
+    if not host:
+        return {inode for _addr, inode in found}
+    try:
+        target = ipaddress.ip_address(str(host).strip("[]"))
+    except ValueError:
+        return {inode for _addr, inode in found}
+    v4 = target.version == 4
+    tiers = [
+        lambda a: a == target,
+        lambda a: v4 and a.version == 6 and a.ipv4_mapped == target,
+        lambda a: a.is_unspecified and a.version == target.version,
+        lambda a: v4 and a.version == 6 and a.is_unspecified,
+    ]
+    for tier in tiers:
+        hit = {inode for addr, inode in found if tier(addr)}
+        if hit:
+            return hit
+    return set()
 
 
 def cgroups(text):
@@ -75,31 +115,60 @@ def answer_verdict(url, props, invocation_before=None, owners_of=None):
     parts = urllib.parse.urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     fresh = {"invocation_before": invocation_before, "invocation": props.get("InvocationID")} if invocation_before else None
-    return verdict((owners_of or owners)(port), props.get("ControlGroup"), props.get("MainPID"), fresh)
+    return verdict((owners_of or owners)(port, host=_host_address(parts.hostname, port)), props.get("ControlGroup"), props.get("MainPID"), fresh)
 
 
-def owners(port, proc="/proc"):
-    """The processes holding a listening socket on `port`: [{pid, user, command, cgroups}] (reads /proc as root)."""
-    inodes = set()
+def _host_address(hostname, port):
+    """The IP address a client connects to for hostname (an IP literal as it is; a name as the resolver's first
+    answer, which is what http.client tries first); None when it does not resolve."""
+    if not hostname:
+        return None
+    try:
+        return str(ipaddress.ip_address(hostname))
+    except ValueError:
+        pass
+    try:
+        return socket.getaddrinfo(hostname, port, type=socket.SOCK_STREAM)[0][4][0]
+    except (OSError, IndexError):
+        return None
+
+
+def owners(port, proc="/proc", host=None):
+    """The processes holding the listening socket a connection to host:port reaches (every listener on the port when
+    no host is given): [{pid, user, command, cgroups}] (reads /proc as root). A file descriptor that closes while it
+    is read is skipped, not its process."""
+    found = []
     for name in ("tcp", "tcp6"):
         try:
             with open(os.path.join(proc, "net", name), encoding="ascii", errors="replace") as fh:
-                inodes |= listening_inodes(fh.read(), port)
+                found += listeners(fh.read(), port)
         except OSError:
             continue
+    inodes = reached(found, host)
     if not inodes:
         return []
     wanted = {"socket:[%s]" % i for i in inodes}
-    found = []
+    out = []
     for pid in sorted((d for d in os.listdir(proc) if d.isdigit()), key=int):
-        fd_dir = os.path.join(proc, pid, "fd")
+        if _holds(os.path.join(proc, pid, "fd"), wanted):
+            out.append(_process(proc, pid))
+    return out
+
+
+def _holds(fd_dir, wanted):
+    """Whether one of the process's file descriptors is one of the sockets wanted; a process that is gone or not ours
+    to read holds none, an fd that closes between the listing and its readlink is skipped."""
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return False
+    for fd in fds:
         try:
-            held = any(os.readlink(os.path.join(fd_dir, fd)) in wanted for fd in os.listdir(fd_dir))
-        except OSError:  # gone, or not ours to read
+            if os.readlink(os.path.join(fd_dir, fd)) in wanted:
+                return True
+        except OSError:
             continue
-        if held:
-            found.append(_process(proc, pid))
-    return found
+    return False
 
 
 def _process(proc, pid):

@@ -73,7 +73,7 @@ def _wait(answers, owners=None, props=None, cfg=None):
         return answers.pop(0) if answers else (-1, "connection refused")
 
     props = props or {"ActiveState": "active", "ControlGroup": CG, "MainPID": "812"}
-    got = boot_serving.wait(cfg, lambda: props, clock, clock.sleep, asker, lambda port: owners)
+    got = boot_serving.wait(cfg, lambda: props, clock, clock.sleep, asker, lambda port, host=None: owners)
     return got, asked, clock.now
 
 

@@ -1,6 +1,7 @@
 """Who answers on the service's port (issue 45 item 3): the listening socket's process, and whether it is the unit's.
 Tables of real /proc/net/tcp, tcp6 and /proc/PID/cgroup texts (Debian 12, systemd 252)."""
 
+import ipaddress
 import os
 
 import pytest
@@ -81,5 +82,91 @@ def test_owners_reads_proc_like_ss(tmp_path):
     assert socket_owner.owners(30005, str(proc)) == []
     # the same through the HTTP side: the port from the URL, the unit's state from systemctl show
     props = {"ControlGroup": UNIT_CG, "MainPID": "812", "InvocationID": "cd34"}
-    ok, why = service_http.answer_owner("http://127.0.0.1:30000/health", props, owners=lambda port: socket_owner.owners(port, str(proc)))
+    ok, why = service_http.answer_owner("http://127.0.0.1:30000/health", props, owners=lambda port, host=None: socket_owner.owners(port, str(proc), host))
+    assert ok is False and "pid 4242 (user nobody" in why
+
+
+# the lab host's tables (Debian 12): SGLang bound to 127.0.0.2, and to :: (dual stack), a hand-started server on
+# 127.0.0.1 and on 0.0.0.0; ports 30000 (7530)
+TCP_BOTH = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000 65534        0 4711 1 0000000000000000 100 0 0 10 0
+   1: 0200007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000   998        0 9999 1 0000000000000000 100 0 0 10 0
+   2: 00000000:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000 65534        0 4712 1 0000000000000000 100 0 0 10 0
+"""
+TCP6_BOTH = (
+    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    "   0: 00000000000000000000000000000000:7530 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000   998        0 "
+    "6000 1 0000000000000000 100 0 0 10 0\n"
+    "   1: 00000000000000000000000001000000:7530 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000   998        0 "
+    "6001 1 0000000000000000 100 0 0 10 0\n"
+    "   2: 0000000000000000FFFF00000100007F:7530 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 998 0 "
+    "6002 1 0000000000000000 100 0 0 10 0\n"
+)
+
+
+def test_listeners_read_their_addresses():
+    got = socket_owner.listeners(TCP_BOTH, 30000) + socket_owner.listeners(TCP6_BOTH, 30000)
+    mapped = ipaddress.ip_address("::ffff:127.0.0.1")
+    assert got == [
+        (ipaddress.ip_address(a), i)
+        for a, i in (("127.0.0.1", "4711"), ("127.0.0.2", "9999"), ("0.0.0.0", "4712"), ("::", "6000"), ("::1", "6001"))  # noqa: S104
+    ] + [(mapped, "6002")]
+
+
+@pytest.mark.parametrize(
+    ("tcp", "tcp6", "host", "inodes"),
+    [
+        # issue 57 item 9: the unit on 127.0.0.2 and another process on 127.0.0.1; the check asks 127.0.0.1
+        (TCP_BOTH, "", "127.0.0.1", {"4711"}),
+        (TCP_BOTH, "", "127.0.0.2", {"9999"}),
+        (TCP_BOTH.replace("0100007F:7530", "0300007F:7530"), "", "127.0.0.1", {"4712"}),  # the wildcard takes it
+        # the unit on :: (dual stack) and another process on 127.0.0.1: 127.0.0.1 is the other's
+        (
+            TCP_BOTH.splitlines()[0] + "\n" + TCP_BOTH.splitlines()[1] + "\n",
+            TCP6_BOTH.splitlines()[0] + "\n" + TCP6_BOTH.splitlines()[1] + "\n",
+            "127.0.0.1",
+            {"4711"},
+        ),
+        # only the dual-stack one: it takes IPv4 too
+        ("", TCP6_BOTH.splitlines()[0] + "\n" + TCP6_BOTH.splitlines()[1] + "\n", "127.0.0.1", {"6000"}),
+        ("", TCP6_BOTH, "127.0.0.1", {"6002"}),  # a v4-mapped bind is more specific than ::
+        ("", TCP6_BOTH, "::1", {"6001"}),
+        (TCP_BOTH, "", "::1", set()),  # IPv4 listeners never take an IPv6 connection
+        (TCP_BOTH, TCP6_BOTH, None, {"4711", "9999", "4712", "6000", "6001", "6002"}),  # no host: every listener
+    ],
+)
+def test_the_listener_a_connection_to_the_checks_address_reaches(tcp, tcp6, host, inodes):
+    found = socket_owner.listeners(tcp, 30000) + socket_owner.listeners(tcp6, 30000)
+    assert socket_owner.reached(found, host) == inodes
+
+
+def test_owners_asks_for_the_checks_address_and_skips_a_closing_fd(tmp_path, monkeypatch):
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net" / "tcp").write_text(TCP_BOTH)
+    (proc / "net" / "tcp6").write_text("")
+    for pid, inode, cgroup, uid in (("812", "9999", CGROUP_V1, "998"), ("4242", "4711", CGROUP_USER, "65534")):
+        fd = proc / pid / "fd"
+        fd.mkdir(parents=True)
+        os.symlink("/dev/null", fd / "0")
+        os.symlink("socket:[%s]" % inode, fd / "7")
+        (proc / pid / "cgroup").write_text(cgroup)
+        (proc / pid / "status").write_text("Name:\tpython3\nUid:\t%s\t%s\t%s\t%s\n" % (uid, uid, uid, uid))
+        (proc / pid / "cmdline").write_bytes(b"python3\0srv\0")
+    assert [o["pid"] for o in socket_owner.owners(30000, str(proc), "127.0.0.2")] == [812]
+    assert [o["pid"] for o in socket_owner.owners(30000, str(proc), "127.0.0.1")] == [4242]
+    # fd 0 of the unit's process closes between the listing and its readlink (issue 58 item 4): the process still holds
+    real = os.readlink
+
+    def closing(path):
+        if path.endswith("/812/fd/0"):
+            raise FileNotFoundError(path)
+        return real(path)
+
+    monkeypatch.setattr(socket_owner.os, "readlink", closing)
+    assert [o["pid"] for o in socket_owner.owners(30000, str(proc), "127.0.0.2")] == [812]
+    props = {"ControlGroup": UNIT_CG, "MainPID": "812", "InvocationID": "cd34"}
+    ok, _why = service_http.answer_owner("http://127.0.0.2:30000/health", props, owners=lambda port, host=None: socket_owner.owners(port, str(proc), host))
+    assert ok is True
+    ok, why = service_http.answer_owner("http://127.0.0.1:30000/health", props, owners=lambda port, host=None: socket_owner.owners(port, str(proc), host))
     assert ok is False and "pid 4242 (user nobody" in why
