@@ -99,4 +99,4 @@ class ActionModule(ActionBase):
         """Which of the role's paths this run writes, and whether its account and units phase has work (plan.py files)."""
         if a.get("paths") is None or a.get("mode") is None:
             raise ValueError("step files needs paths and mode")
-        return plan.files(a.get("plan") or {}, a.get("probe"), a.get("paths"), a.get("mode"), a.get("has_secrets"), a.get("boot_validation"))
+        return plan.files(a.get("plan") or {}, a.get("probe"), a.get("paths"), a.get("mode"), a.get("has_secrets"), a.get("boot_validation"), a.get("check"))

@@ -185,7 +185,7 @@ options:
     description:
       - C(files) - the role's paths as P(blackwell.inference.paths#module) takes them, rendered - C(account) and
         C(validator) (lists), and one entry each for C(unit), C(dropin), C(modules_load), C(validate_unit),
-        C(ready_unit), C(secrets_gone), C(validate_unit_gone) and C(ready_unit_gone). Only the entries this run wants
+        C(ready_unit), C(secrets_gone), C(validate_unit_gone) and C(ready_unit_gone); C(check) and C(check_gone) (lists). Only the entries this run wants
         are used (the task renders every one).
     type: dict
   mode:
@@ -200,6 +200,11 @@ options:
     description: C(files) - C(sglang_service_boot_validation).
     type: bool
     default: true
+  check:
+    description: C(files) - the check timer is on (C(sglang_service_check_interval) above 0; with boot validation only).
+    type: bool
+    default: false
+    version_added: 0.4.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
@@ -385,6 +390,7 @@ ARGUMENT_SPEC = {
     "mode": {"type": "str", "choices": ["unit", "dropin"]},
     "has_secrets": {"type": "bool", "default": False},
     "boot_validation": {"type": "bool", "default": True},
+    "check": {"type": "bool", "default": False},
 }
 
 

@@ -9,6 +9,8 @@ for the unit's own answer (its health endpoint and the sampled request, from a p
 `phase: serving, ready: true`, or `phase: not serving, ready: false` with the cause. It never stops or fails the service
 (in drop-in mode the unit is the operator's): a unit of its own, not an ExecStartPost= whose failure would stop it.
 
+The check timer (<service>-check.timer) looks once per period (look) and the judge decides (ready.judge, after_check).
+
 Installed beside boot_validate.py (stdlib only, no Ansible): socket_owner, service_health and ready are next to it too."""
 
 from __future__ import annotations
@@ -68,3 +70,26 @@ def wait(cfg, unit_props, clock=time.monotonic, sleep=time.sleep, asker=ask, own
         if clock() - start >= cfg["health_timeout"]:
             return False, "%s after %d s" % (last, cfg["health_timeout"])
         sleep(2)
+
+
+def look(cfg, props, asker=ask, owners=socket_owner.owners):
+    """One look for the check timer, no wait and no sampled request (SGLang's /health generates a token itself):
+    {answered, status, msg, not_the_unit} as ready.answer_of_unit reads it. An answer counts from a process in the
+    unit's cgroup listening where the check asks."""
+    if props.get("ActiveState") != "active":
+        return {
+            "answered": False,
+            "status": -1,
+            "msg": "is %s (%s)" % (props.get("ActiveState") or "unknown", props.get("Result") or "?"),
+            "not_the_unit": None,
+        }
+    status, _text = asker(cfg["health_url"], int(cfg.get("check_timeout") or 10))
+    if status != 200:
+        return {
+            "answered": False,
+            "status": status,
+            "msg": "does not answer %s (%s)" % (cfg["health_url"], "HTTP %s" % status if status != -1 else "no answer"),
+            "not_the_unit": None,
+        }
+    ok, other = socket_owner.answer_verdict(cfg["health_url"], props, owners_of=owners)
+    return {"answered": ok, "status": status, "msg": "" if ok else other, "not_the_unit": None if ok else other}

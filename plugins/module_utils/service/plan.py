@@ -390,14 +390,16 @@ def probe_plan(facts, unit=None, proc_devices=devices.PROC_DEVICES, extra_servic
     return out
 
 
-def files(planned, probe, entries, mode, secrets=False, boot_validation=True):
+def files(planned, probe, entries, mode, secrets=False, boot_validation=True, check=False):
     """Which of the role's paths this run writes, and whether tasks/files.yml has anything to do, from the preflight's
     probe. entries: the role's paths as the paths module takes them, rendered (vars/main.yml __sglang_service_paths):
     `account` (a list), `validator` (a list), and one entry each for `unit`, `dropin`, `modules_load`, `validate_unit`,
     `ready_unit`, and `secrets_gone`, `validate_unit_gone`, `ready_unit_gone` (state absent). Only the entries this run
     wants are read. Returns {account, unit_files (the entries), account_pending, unit_files_pending (whether a paths call
-    would change any), stale_workspaces (workspaces whose venv link no longer resolves; never this run's), adopt (a
-    ready host's state becomes the last good one, unless a snapshot is there and reads), work}."""
+    would change any), check_files (the check timer's units and its enablement link when `check`, else their
+    removal: entries `check` and `check_gone`, lists) and check_files_pending, stale_workspaces (workspaces whose
+    venv link no longer resolves; never this run's), adopt (a ready host's state becomes the last good one, unless a
+    snapshot is there and reads), work}."""
     probe = probe or {}
     observed = probe.get("observed") or {}
     account = list(entries["account"]) + (list(entries["validator"]) if boot_validation else [])
@@ -410,12 +412,16 @@ def files(planned, probe, entries, mode, secrets=False, boot_validation=True):
     adopt = bool((probe.get("marker") or {}).get("ready")) and not (snapshot.get("exists") and snapshot.get("error") is None)
     account_pending = len(paths.pending(account, observed)) > 0
     unit_files_pending = len(paths.pending(unit_files, observed)) > 0
+    check_files = list(entries.get("check" if check and boot_validation else "check_gone") or [])
+    check_files_pending = bool(check_files) and len(paths.pending(check_files, observed)) > 0
     return {
         "account": account,
         "unit_files": unit_files,
         "account_pending": account_pending,
         "unit_files_pending": unit_files_pending,
+        "check_files": check_files,
+        "check_files_pending": check_files_pending,
         "stale_workspaces": stale,
         "adopt": adopt,
-        "work": mode == "unit" or bool(secrets) or adopt or len(stale) > 0 or account_pending or unit_files_pending,
+        "work": mode == "unit" or bool(secrets) or adopt or len(stale) > 0 or account_pending or unit_files_pending or check_files_pending,
     }

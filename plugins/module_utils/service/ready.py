@@ -17,6 +17,8 @@ file on the host (copied into its package tree): stdlib and module_utils/common 
 from __future__ import annotations
 
 import calendar
+import hashlib
+import hmac
 import json
 import re
 import time
@@ -275,7 +277,7 @@ def after_answer(marker, answered, why, now, service):
 
 def _first(reason):
     """The validation's own reason, without the note that it waits for the answer."""
-    return str(reason or "validated").split("; waiting for", 1)[0]
+    return str(reason or "validated").split("; waiting for", 1)[0].split("; " + NOT_RESTARTED, 1)[0]
 
 
 def epoch(stamp):
@@ -399,6 +401,53 @@ def readiness(marker, need, health, live=None, foreign=None, started=None, marke
             "foreign": foreign,
         }
     )
+
+
+KEYED_PREFIX = "hmac-sha256:"  # common/secrets.py keyed: the secrets file's fingerprint under the host's key
+
+
+def file_drift(files, sha256_of, key=None):
+    """The first of the vouched files ({path: sha256, keyed digest or None for absent}: the marker's vouched `files`)
+    that no longer holds what was validated, as a sentence; None when each still does. sha256_of(path) -> hex or None
+    (absent); key: the host's digest key (bytes) for keyed entries, which are skipped without it."""
+    for path, want in sorted((files or {}).items()):
+        got = sha256_of(path)
+        if want is None:
+            if got is not None:
+                return "%s appeared since the validation" % path
+            continue
+        if got is None:
+            return "%s is gone since the validation" % path
+        if str(want).startswith(KEYED_PREFIX):
+            if key is None:
+                continue
+            got = KEYED_PREFIX + hmac.new(key, str(got).encode("ascii"), hashlib.sha256).hexdigest()
+        if got != want:
+            return "%s changed since the validation" % path
+    return None
+
+
+def after_check(marker, verdict, now, service):
+    """The marker the check timer writes (None: it leaves the marker as it is), from the marker as read and the
+    judge's verdict over the timer's own reading:
+    - a validation that passed for the current inputs, now answered by the unit's own process started after it, on a
+      marker that does not say so yet (after a slow boot, or a restart by hand after sglang_service_restart false):
+      serving, ready;
+    - a ready marker whose service no longer answers (a crash after READY): not serving; whose vouched files changed:
+      overridden; not ready either way, with the cause;
+    - anything else (no marker, a failed validation, other inputs: the play's to revalidate) as it is."""
+    if not marker:
+        return None
+    out = dict(marker, time=now, source=CHECK_SOURCE % service)
+    if verdict.get("ready"):
+        if marker.get("ready") is True and marker.get("phase") == "serving":
+            return None
+        out.update(ready=True, phase="serving", reason="%s; answered (check timer)" % _first(marker.get("reason")), answered_at=now)
+        return out
+    if marker.get("ready") is True and verdict.get("state") in (NOT_SERVING, NOT_AS_VALIDATED):
+        out.update(ready=False, phase="not serving" if verdict["state"] == NOT_SERVING else "overridden", reason=verdict.get("reason") or "")
+        return out
+    return None
 
 
 def host_verdict(host, summaries):

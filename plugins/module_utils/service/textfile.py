@@ -48,8 +48,10 @@ def flashinfer(marker):
     return ("ACCEPTED" if marker.get("archs") else "NONE"), version
 
 
-def render(marker, service):
-    """The textfile's text for one service (its unit) from its ready marker (an empty dict or None: not ready, no phase)."""
+def render(marker, service, checked=None):
+    """The textfile's text for one service (its unit) from its ready marker (an empty dict or None: not ready, no phase)
+    and the check timer's last look (checked: {time, answered}; None: no look): when it looked, and the answer it saw
+    as the last answer's time."""
     marker = marker or {}
     svc = str(service)
     verdict, fi_version = flashinfer(marker)
@@ -72,9 +74,12 @@ def render(marker, service):
             [((("service", svc), ("cuda_home", toolkit.get("cuda_home") or ""), ("version", toolkit.get("cuda_version") or "")), 1)],
         ),
     ]
+    checked = checked or {}
+    answered_at = checked.get("time") if checked.get("answered") else marker.get("answered_at")
     for name, stamp, help_text in (
         ("last_validation_timestamp_seconds", marker.get("validated_at"), "When a validation of the service last passed (Unix time)."),
-        ("last_answer_timestamp_seconds", marker.get("answered_at"), "When the service last answered after a start (Unix time)."),
+        ("last_answer_timestamp_seconds", answered_at, "When the service last answered (Unix time): after a start, or to the check timer."),
+        ("last_check_timestamp_seconds", checked.get("time"), "When the check timer last looked at the service (Unix time)."),
     ):
         seconds = ready.epoch(stamp)
         metrics.append((name, help_text, [((("service", svc),), seconds)] if seconds is not None else []))

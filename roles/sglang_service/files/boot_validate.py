@@ -12,12 +12,17 @@ would fail.
 With --serving (run by <service>-ready.service, after the service started): waits for the unit's own answer and
 turns this boot's validated marker into `serving, ready: true` or `not serving` (module_utils/service/boot_serving.py
 waits for the answer; module_utils/service/ready.py holds the verdict and what the marker says).
+With --check (run by <service>-check.timer, every sglang_service_check_interval seconds): one look at the unit's own
+answer and at the files the marker vouches for; the judge (ready.judge) decides, and the marker turns serving or not
+serving when that changed (ready.after_check). Read-only otherwise; it never touches the service, and it stands aside
+while a play holds the host's lock.
 Each marker it writes also goes to node_exporter's textfile collector when the settings name its directory
 (textfile_dir; module_utils/service/textfile.py).
-Usage: boot_validate.py SETTINGS.json | boot_validate.py --serving SETTINGS.json
+Usage: boot_validate.py SETTINGS.json | boot_validate.py --serving SETTINGS.json | boot_validate.py --check SETTINGS.json
 """
 
 import datetime
+import hashlib
 import json
 import os
 import pwd
@@ -149,10 +154,10 @@ def main(path):
         os.environ.setdefault("HOME", user.pw_dir)
     failure, steps = smoke(cfg, user)
     passed, reason = ready.verdict(failure is not None, {"steps": steps, "msg": failure}, cfg["ready_without_launch"])
-    previous = {}
-    if os.path.exists(cfg["marker"]):
-        with open(cfg["marker"]) as fh:
-            previous = json.load(fh)
+    previous, damage = read_marker_text(cfg["marker"])
+    if damage:  # a damaged marker vouches for nothing; this validation writes a whole one
+        print("%s: the ready marker %s is damaged (%s); written anew" % (cfg["service"], cfg["marker"], damage), flush=True)
+    previous = previous or {}
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     marker = ready.marker(
         False,  # ready only once the service answered (--serving)
@@ -188,28 +193,40 @@ def write_marker(path, marker):
     os.replace(tmp, path)
 
 
-def write_textfile(cfg, marker):
-    """The marker for node_exporter's textfile collector (textfile_dir; off when empty). A failure is said, never fatal:
-    the marker is the verdict, the textfile only shows it."""
+def write_textfile(cfg, marker, checked=None):
+    """The marker for node_exporter's textfile collector (textfile_dir; off when empty), with the check timer's last
+    look (checked). A failure is said, never fatal: the marker is the verdict, the textfile only shows it."""
     target = textfile.path(cfg.get("textfile_dir"), cfg["service"])
     if not target:
         return
     try:
-        textfile.write(target, textfile.render(marker, cfg["service"]))
+        textfile.write(target, textfile.render(marker, cfg["service"], checked))
     except OSError as exc:
         print("%s: textfile %s not written: %s" % (cfg["service"], target, exc), flush=True)
 
 
-def read_marker(path):
+def read_marker_text(path):
+    """(marker or None, damage or None): ready.parse_marker of the file; a file that cannot be read is damage too."""
     try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return {}
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, str(exc)
+    return ready.parse_marker(text)
+
+
+def read_marker(path):
+    """The marker as a dict; {} when there is none or it is damaged."""
+    return read_marker_text(path)[0] or {}
 
 
 def unit_props(unit):
-    rc, out, _err, _secs = run(["systemctl", "show", unit, "-p", "ActiveState", "-p", "Result", "-p", "MainPID", "-p", "ControlGroup"], 30)
+    argv = ["systemctl", "show", unit, "--timestamp=unix"]
+    for prop in ("ActiveState", "Result", "MainPID", "ControlGroup", "InvocationID", "ExecMainStartTimestamp"):
+        argv += ["-p", prop]
+    rc, out, _err, _secs = run(argv, 30)
     props = {}
     for line in out.splitlines() if rc == 0 else []:
         key, _sep, value = line.partition("=")
@@ -240,5 +257,78 @@ def serving(path):
     return 0 if answered else 1
 
 
+LOCK = "/run/blackwell-inference/play.lock"
+# a play's lock whose heartbeat is older than this is not a play at work (host/lock.py STALE_AFTER)
+LOCK_STALE_AFTER = 7200
+
+
+def sha256_of(path):
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "unreadable"
+
+
+def digest_key(path):
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def unit_sub_state(unit):
+    rc, out, _err, _secs = run(["systemctl", "show", unit, "-p", "SubState", "--value"], 30)
+    return out.strip() if rc == 0 else ""
+
+
+def check(path):
+    """The check timer's look: the judge over the marker, the unit's own answer now and the vouched files; the marker
+    turns serving or not serving when that changed (ready.after_check), the textfile says when it last looked."""
+    with open(path) as fh:
+        cfg = json.load(fh)
+    service = cfg["service"]
+    lock = cfg.get("lock") or LOCK
+    try:
+        if time.time() - os.stat(lock).st_mtime < LOCK_STALE_AFTER:
+            print("%s: a play holds %s; not checked" % (service, lock), flush=True)
+            return 0
+    except OSError:
+        pass  # no play at work
+    ready_unit = service[: -len(".service")] + "-ready.service" if service.endswith(".service") else service + "-ready.service"
+    if unit_sub_state(ready_unit) == "running":
+        print("%s: %s still waits for the answer after a start; not checked" % (service, ready_unit), flush=True)
+        return 0
+    marker, damage = read_marker_text(cfg["marker"])
+    props = unit_props(service)
+    answer = boot_serving.look(cfg, props)
+    vouched = (marker or {}).get("vouched") or {}
+    drift = ready.file_drift(vouched.get("files"), sha256_of, digest_key(cfg["digest_key"]) if cfg.get("digest_key") else None) if marker else None
+    current = bool(marker) and marker.get("inputs") == cfg["inputs"]
+    verdict = ready.judge(
+        {
+            "marker": marker,
+            "marker_damage": damage,
+            "current": current,
+            "stale": "the marker is for other inputs than the validator's settings",
+            "answer": answer,
+            "started": ready.started_at(props),
+            "foreign": drift,
+        }
+    )
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    new = ready.after_check(marker, verdict, now, service)
+    if new is not None:
+        write_marker(cfg["marker"], new)
+    write_textfile(cfg, new or marker or {}, {"time": now, "answered": answer.get("answered") is True})
+    print("%s: %s (%s): %s%s" % (service, ready.word(verdict["ready"]), verdict["state"], verdict["reason"], "; marker updated" if new else ""), flush=True)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(serving(sys.argv[2]) if sys.argv[1] == "--serving" else main(sys.argv[1]))
+    if sys.argv[1] == "--serving":
+        sys.exit(serving(sys.argv[2]))
+    sys.exit(check(sys.argv[2]) if sys.argv[1] == "--check" else main(sys.argv[1]))

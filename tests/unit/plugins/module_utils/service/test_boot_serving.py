@@ -131,3 +131,30 @@ def test_ask_gets_and_posts_over_http_and_says_when_nothing_answers():
         server.server_close()
     assert boot_serving.ask(base + "/health", 2)[0] == -1  # closed: nothing answers
     assert boot_serving.ask("file:///etc/passwd", 2) == (-1, "not an http URL: file:///etc/passwd")
+
+
+@pytest.mark.parametrize(
+    ("props", "answer", "owners", "answered", "msg"),
+    [
+        ({"ActiveState": "active", "ControlGroup": "/system.slice/sglang-k26.service", "MainPID": "812"}, (200, "ok"), "mine", True, ""),
+        ({"ActiveState": "active", "ControlGroup": "/system.slice/sglang-k26.service", "MainPID": "812"}, (-1, "timed out"), "mine", False, "no answer"),
+        ({"ActiveState": "inactive", "Result": "success"}, (200, "ok"), "nobody", False, "is inactive (success)"),  # never asked
+        (
+            {"ActiveState": "active", "ControlGroup": "/system.slice/sglang-k26.service", "MainPID": "812"},
+            (200, "ok"),
+            "nobody",
+            False,
+            "the port is held by pid",
+        ),
+    ],
+)
+def test_the_check_timers_one_look(props, answer, owners, answered, msg):
+    asked = []
+
+    def asker(url, timeout):
+        asked.append((url, timeout))
+        return answer
+
+    got = boot_serving.look(CFG, props, asker, lambda port, host=None: MINE if owners == "mine" else NOBODY)
+    assert got["answered"] is answered and msg in got["msg"], got
+    assert asked == ([] if props["ActiveState"] != "active" else [(CFG["health_url"], 10)])

@@ -398,3 +398,71 @@ def test_an_unrestarted_validation_needs_none(marker, needed, why):
 def test_parse_marker(text, marker, damage):
     got = ready.parse_marker(text)
     assert got[0] == marker and (got[1] or "").startswith(damage or "") and (got[1] is None) is (damage is None)
+
+
+# The check timer (issue 57 item 5): what it writes from the judge's verdict over its own look
+NOW = "2026-12-07T11:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("marker", "answer", "drift", "phase", "is_ready", "reason"),
+    [
+        # a crash (or a hang) after READY: not serving, with the cause
+        (
+            SERVING_MARKER,
+            {"answered": False, "status": -1, "msg": "does not answer http://127.0.0.1:30000/health (no answer)"},
+            None,
+            "not serving",
+            False,
+            "the service does not answer http",
+        ),
+        # another process on the port while the unit is stopped
+        (SERVING_MARKER, OTHER, None, "not serving", False, "not its own"),
+        # a vouched file changed since the validation
+        (
+            SERVING_MARKER,
+            OWN,
+            "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf changed since the validation",
+            "overridden",
+            False,
+            "50-blackwell-inference.conf changed",
+        ),
+        # a slow boot marked not serving, answering now; the boot's validated marker; a restart by hand after restart false
+        (SLOW_BOOT_MARKER, OWN, None, "serving", True, "the service did not answer after boot: no answer after 600 s; answered (check timer)"),
+        (BOOT_MARKER, OWN, None, "serving", True, "kernel launched (max_error=0); answered (check timer)"),
+        (NOT_RESTARTED_MARKER, OWN, None, "serving", True, "kernel launched (max_error=0); answered (check timer)"),
+        # nothing to write: serving and answering; not ready and not answering; no marker; a failed validation
+        (SERVING_MARKER, OWN, None, None, None, None),
+        (SLOW_BOOT_MARKER, {"answered": False, "msg": "x"}, None, None, None, None),
+        (NOT_RESTARTED_MARKER, OLD_PROCESS, None, None, None, None),
+        (None, OWN, None, None, None, None),
+        (dict(SERVING_MARKER, ready=False, phase="failed", reason="smoke failed"), OWN, None, None, None, None),
+    ],
+)
+def test_what_the_check_timer_writes(marker, answer, drift, phase, is_ready, reason):
+    verdict = ready.judge({"marker": marker, "current": True, "answer": answer, "foreign": drift})
+    got = ready.after_check(marker, verdict, NOW, "sglang-k26.service")
+    if phase is None:
+        assert got is None, got
+        return
+    assert got["phase"] == phase and got["ready"] is is_ready and reason in got["reason"], got
+    assert got["source"] == "check timer (sglang-k26.service)" and got["time"] == NOW and got["inputs"] == marker["inputs"]
+    assert got.get("answered_at") == (NOW if is_ready else marker.get("answered_at"))
+
+
+def test_file_drift_names_the_first_file_that_changed():
+    import hashlib
+    import hmac
+
+    key = b"k" * 32
+    unit, dropin, secrets, gone = "/etc/systemd/system/a.service", "/etc/systemd/system/a.service.d/50.conf", "/etc/bi/a.secrets.env", "/etc/none"
+    holds = {unit: "1" * 64, dropin: "2" * 64, secrets: "3" * 64}
+    keyed = ready.KEYED_PREFIX + hmac.new(key, ("3" * 64).encode(), hashlib.sha256).hexdigest()
+    files = {unit: "1" * 64, dropin: "2" * 64, secrets: keyed, gone: None}
+    assert ready.file_drift(files, holds.get, key) is None
+    assert ready.file_drift(files, dict(holds, **{dropin: "9" * 64}).get, key) == dropin + " changed since the validation"
+    assert ready.file_drift(files, dict(holds, **{secrets: "9" * 64}).get, key) == secrets + " changed since the validation"
+    assert ready.file_drift(files, dict(holds, **{secrets: "9" * 64}).get, None) is None  # no key: the keyed one is not judged
+    assert ready.file_drift(files, {k: v for k, v in holds.items() if k != unit}.get, key) == unit + " is gone since the validation"
+    assert ready.file_drift(files, dict(holds, **{gone: "0" * 64}).get, key) == gone + " appeared since the validation"
+    assert ready.file_drift(None, holds.get) is None
