@@ -43,7 +43,7 @@ def _flush():
 # missing here would run last (tests/unit/test_schedule.py fails on one).
 LAB_FILE_SECONDS = {
     "tests/lab/faults/test_ready_rollback.py": 565,
-    "tests/lab/faults/test_ready_boot_lock.py": 234,
+    "tests/lab/faults/test_ready_boot_lock.py": 259,
     "tests/lab/faults/test_fleet_roll.py": 210,
     "tests/lab/faults/test_failure_causes.py": 208,
     "tests/lab/after/test_sglang_venv.py": 192,

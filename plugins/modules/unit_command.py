@@ -75,7 +75,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 dropin_refusal:
-  description: With O(mode), why a drop-in cannot go into the unit (systemd has not loaded it); C('') when it can.
+  description:
+    - With O(mode), why the unit cannot be started as it is, C('') when it can - a drop-in's unit that systemd has not
+      loaded, or a required C(EnvironmentFile=) of its files that is not there (systemd would refuse to start it).
   returned: when O(mode) is given
   type: str
   sample: ""
@@ -155,9 +157,17 @@ environment_steps:
 environment_files:
   description: >-
     What each C(EnvironmentFile=) of those files sets, C({path: {key: {value, digest}}}); the value only for the keys
-    CUDA and FlashInfer read (an environment file may hold secrets), the sha256 of every value.
+    CUDA and FlashInfer read (an environment file may hold secrets), the sha256 of every value. The paths have their
+    specifiers expanded (C(%i), C(%n), C(%H), ...) as systemd does; a glob is read as the files it matches, in order.
   returned: always
   type: dict
+missing_env_files:
+  description: The required C(EnvironmentFile=) paths (no C(-)) that match no file, each with the unit file setting it.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{path: /etc/sglang/k26.env, file: /etc/systemd/system/sglang@.service}]
+  version_added: 0.4.0
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -4,10 +4,17 @@
 
 from __future__ import annotations
 
+import glob
+import re
+
 # systemd's built-in PATH for services (split-usr build, as on Debian 12 / Ubuntu 24.04): what a unit without
 # Environment=PATH=... sees, and what the role's PATH ends with. Its one home: every module reads it from here.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SHOW_PROPERTIES = ("LoadState", "Environment", "EnvironmentFiles")
+
+
+# a variable name as systemd accepts it in an environment file (env_name_is_valid: letters, digits, _, no digit first)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def show_argv(unit):
@@ -89,16 +96,16 @@ def environment_files(values):
 
 
 def parse_env_file(text):
-    """KEY=VALUE lines of an EnvironmentFile (comments, blank lines, optional quotes, `export`)."""
+    """KEY=VALUE lines of an EnvironmentFile (comments, blank lines, optional quotes), as systemd loads them: a line
+    whose name is not a variable's (`export KEY=value`: the name is `export KEY`) is ignored, as systemd ignores it
+    ("Ignoring invalid environment assignment")."""
     env = {}
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith(("#", ";")):
             continue
-        if line.startswith("export "):
-            line = line[7:].lstrip()
         key, sep, val = line.partition("=")
-        if not sep:
+        if not sep or not _ENV_NAME.match(key.rstrip()):
             continue
         val = val.strip()
         if len(val) >= 2 and val[0] == val[-1] and val[0] in "'\"":
@@ -112,12 +119,17 @@ def unit_environment(props, read_file):
     from these files override settings made with Environment=")."""
     env = parse_environment(" ".join(props.get("Environment", [])))
     notes = []
-    for path, ignore in environment_files(props.get("EnvironmentFiles")):
-        try:
-            env.update(parse_env_file(read_file(path)))
-        except OSError as exc:
-            if not ignore:
-                notes.append("EnvironmentFile %s unreadable: %s" % (path, exc))
+    for pattern, ignore in environment_files(props.get("EnvironmentFiles")):
+        # systemd reads a glob's matches in order (and a pattern that matches nothing as missing)
+        paths = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not paths and not ignore:
+            notes.append("EnvironmentFile %s matches no file" % pattern)
+        for path in paths:
+            try:
+                env.update(parse_env_file(read_file(path)))
+            except OSError as exc:
+                if not ignore:
+                    notes.append("EnvironmentFile %s unreadable: %s" % (path, exc))
     return env, notes
 
 

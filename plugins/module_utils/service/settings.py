@@ -158,12 +158,16 @@ def _plain_path(path, setting):
     return path
 
 
-def systemd_quote(word, exec_arg=False):
+def systemd_quote(word, exec_arg=False, verbatim=False):
     """One word of a unit setting (an ExecStart= argument or a whole Environment= assignment), quoted for
     systemd: backslashes and quotes escaped, % doubled (no specifier expansion), $ doubled in ExecStart=
-    (no variable expansion); control characters refused (a tab is kept inside the quotes)."""
+    (no variable expansion); control characters refused (a tab is kept inside the quotes). verbatim: a word of the
+    unit's own ExecStart, kept as the operator wrote it: its specifiers and $VARIABLES stay for systemd to expand."""
     word = _no_control(word, "ExecStart= argument" if exec_arg else "Environment= assignment", tab=True)
-    word = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    word = word.replace("\\", "\\\\").replace('"', '\\"')
+    if verbatim:
+        return '"%s"' % word
+    word = word.replace("%", "%%")
     return '"%s"' % (word.replace("$", "$$") if exec_arg else word)
 
 
@@ -185,6 +189,14 @@ def systemd_exec(argv):
     if words[0][0] in _EXEC_PREFIXES or "$" in words[0]:
         raise ValueError("ExecStart= program %r: starts with one of %s or holds a $" % (words[0], _EXEC_PREFIXES))
     return " ".join(systemd_quote(w, True) for w in words)
+
+
+def systemd_exec_kept(argv):
+    """The unit's own ExecStart kept by a drop-in (only its interpreter moved): its arguments as the operator wrote
+    them, specifiers (%i) and variables (${PORT}) left for systemd to expand, as in the unit (issue 57 item 10)."""
+    words = [str(w) for w in argv or []]
+    systemd_exec(words[:1])  # the program as systemd_exec checks it
+    return " ".join([systemd_quote(words[0], True)] + [systemd_quote(w, True, verbatim=True) for w in words[1:]])
 
 
 def systemd_description(text):
@@ -219,6 +231,7 @@ SYSTEMD_SETTINGS = {
     "Environment": systemd_environment,
     "EnvironmentFile": systemd_env_file_path,
     "ExecStart": systemd_exec,
+    "ExecStart kept": systemd_exec_kept,
     "ReadWritePaths": systemd_path,
     "word": systemd_quote,
 }

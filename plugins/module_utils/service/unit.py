@@ -8,6 +8,7 @@ fragment and drop-ins (in systemd's order, the role's own drop-in left out)."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import posixpath
@@ -94,12 +95,48 @@ def exec_start(files):
     return argv, source
 
 
-def environment_steps(files, fragment, own):
+_HEX = re.compile(r"\\x([0-9a-fA-F]{2})")
+
+
+def _unescape(text):
+    """systemd's unit name unescaping (%I, %P, %J): \\xNN is the byte, - is /."""
+    return _HEX.sub(lambda m: chr(int(m.group(1), 16)), text.replace("-", "/"))
+
+
+def specifiers(unit, host=None):
+    """The specifiers systemd expands in a unit's settings, from the unit's name (%n %N %p %P %i %I %j %J, %%) and,
+    when given, the host's (host: {H, m, b} - hostname, machine id, boot id). A template instance `sglang@k26.service`:
+    %i k26, %p sglang."""
+    name = str(unit or "")
+    base = name.rsplit(".", 1)[0] if "." in name else name
+    prefix, _at, instance = base.partition("@")
+    last = prefix.rsplit("-", 1)[-1]
+    spec = {"n": name, "N": base, "p": prefix, "P": _unescape(prefix), "i": instance, "I": _unescape(instance), "j": last, "J": _unescape(last), "%": "%"}
+    spec.update({k: str(v) for k, v in (host or {}).items() if k in ("H", "m", "b") and v})
+    return spec
+
+
+def expand(value, spec):
+    """A setting's value with its specifiers expanded (spec: specifiers()); one it does not know stays as written."""
+    out, i, value = [], 0, str(value)
+    while i < len(value):
+        if value[i] == "%" and i + 1 < len(value) and value[i + 1] in spec:
+            out.append(spec[value[i + 1]])
+            i += 2
+            continue
+        out.append(value[i])
+        i += 1
+    return "".join(out)
+
+
+def environment_steps(files, fragment, own, spec=None):
     """What the unit's files other than the role's own drop-in do to the service's environment and command, in systemd's
     order: [{file, late, dropin, kind, key, value}]. kind: set (Environment=), reset (an empty Environment=), unset
     (UnsetEnvironment=, value None or the KEY=VALUE form's value), env_file (EnvironmentFile=: key is its path, value
     whether a missing file is ignored) or exec_start. late: the file applies after the role's drop-in (own: its path;
-    systemd applies drop-ins in the order of their file names)."""
+    systemd applies drop-ins in the order of their file names). Specifiers in Environment= and EnvironmentFile= are
+    expanded as systemd does (spec: specifiers(); %% alone without one)."""
+    spec = spec or {"%": "%"}
     own_name = posixpath.basename(own) if own else None
     steps = []
     for path, text in files:
@@ -115,14 +152,14 @@ def environment_steps(files, fragment, own):
                 for word in _words(value):
                     name, sep, val = word.partition("=")
                     if sep and name:
-                        steps.append(dict(base, kind="set", key=name, value=val.replace("%%", "%")))
+                        steps.append(dict(base, kind="set", key=name, value=expand(val, spec)))
             elif key == "UnsetEnvironment":
                 for word in _words(value):
                     name, sep, val = word.partition("=")
                     steps.append(dict(base, kind="unset", key=name, value=val if sep else None))
             elif key == "EnvironmentFile" and value:
                 ignore = value.startswith("-")
-                steps.append(dict(base, kind="env_file", key=value.lstrip("-").replace("%%", "%"), value=ignore))
+                steps.append(dict(base, kind="env_file", key=expand(value.lstrip("-"), spec), value=ignore))
             elif key == "ExecStart":
                 steps.append(dict(base, kind="exec_start", key=None, value=value))
     return steps
@@ -260,9 +297,38 @@ def flag_value(argv, flag):
     return value
 
 
-def listen(argv, host, port):
-    """Where a kept command serves: its own --host/--port (SGLang's flags) over the variables' host and port."""
-    return {"host": flag_value(argv, "--host") or host, "port": int(flag_value(argv, "--port") or port)}
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def resolve(word, env, spec=None, flag=""):
+    """A word of a kept ExecStart as systemd will pass it: specifiers (spec) and ${VAR}/$VAR from env (the plain
+    values the unit's files set). A variable that is not known here raises UnitCommandError naming it."""
+    word = expand(word, spec or {"%": "%"})
+
+    def one(m):
+        name = m.group(1) or m.group(2)
+        if name not in env or env[name] is None:
+            raise UnitCommandError(
+                "the unit's ExecStart gives %s %s, and %s is not set by an Environment= of the unit's files (or is in an "
+                "EnvironmentFile= the role does not show), so the role cannot tell where it listens: give a literal %s, "
+                "or set sglang_service_command" % (flag, word, name, flag or "value")
+            )
+        return str(env[name])
+
+    return _VARIABLE.sub(one, word.replace("$$", "\0")).replace("\0", "$")
+
+
+def listen(argv, host, port, env=None, spec=None):
+    """Where a kept command serves: its own --host/--port (SGLang's flags) over the variables' host and port, with the
+    unit's specifiers and variables resolved (resolve)."""
+    env = env or {}
+    got_host, got_port = flag_value(argv, "--host"), flag_value(argv, "--port")
+    got_host = resolve(got_host, env, spec, "--host") if got_host else host
+    got_port = resolve(got_port, env, spec, "--port") if got_port else port
+    try:
+        return {"host": got_host, "port": int(got_port)}
+    except (TypeError, ValueError) as exc:
+        raise UnitCommandError("the unit's ExecStart gives --port %s, not a port number" % got_port) from exc
 
 
 def in_venv(unit_venv_dir, pyvenv_cfg_exists, dir_exists):
@@ -284,10 +350,31 @@ class UnitReadError(Exception):
         self.result = result
 
 
-def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, keep=True, exists=None, is_dir=None, read_text=None):
+def env_file_contents(pattern, glob_paths, read_text):
+    """({key: {value, digest}}, found) of one EnvironmentFile= value as systemd loads it: a glob's matches in order,
+    later files over earlier ones; found is false when no file matched or could be read."""
+    out, found = {}, False
+    for path in glob_paths(pattern):
+        try:
+            out.update(read_env_file(read_text(path)))
+            found = True
+        except OSError:
+            continue
+    return out, found
+
+
+def _glob(pattern):
+    return sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+
+
+def read(
+    run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, keep=True, exists=None, is_dir=None, read_text=None, glob_paths=None, host_ids=None
+):
     """The unit as systemd and its files say, and the command the role's drop-in gives it.
 
-    run(argv) -> commands.CommandResult; exists/is_dir/read_text default to the host's filesystem."""
+    run(argv) -> commands.CommandResult; exists/is_dir/read_text/glob_paths default to the host's filesystem; host_ids:
+    the host's %H, %m and %b ({H, m, b}), read from the host when not given."""
+    host_ids = host_ids if host_ids is not None else _host_ids(read_text or _read_text)
     exists = exists or os.path.exists
     is_dir = is_dir or os.path.isdir
     read_text = read_text or _read_text
@@ -311,7 +398,7 @@ def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, 
     variables = {"host": host, "port": port}
     if result["load_state"] != "loaded":  # nothing to read; the caller refuses a drop-in for a unit that is not there
         result.update(unit_argv=None, set_by=None, argv=list(command), source="variables" if command else "none", old=None, replaced=False)
-        result.update(listen=variables, environment_steps=[], environment_files={})
+        result.update(listen=variables, environment_steps=[], environment_files={}, missing_env_files=[])
         return result
     files = []
     for path in paths:
@@ -325,15 +412,15 @@ def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, 
         raise UnitReadError("%s: %s" % (unit, exc), result) from exc
     result.update(unit_argv=unit_argv, set_by=set_by)
     # what the other files do to the environment and command the role's drop-in sets (environment_conflicts decides)
-    steps = environment_steps(files, props.get("FragmentPath", ""), sorted(excluded)[0] if excluded else None)
-    env_files = {}
+    steps = environment_steps(files, props.get("FragmentPath", ""), sorted(excluded)[0] if excluded else None, specifiers(unit, host_ids))
+    env_files, missing = {}, []
     for step in steps:
-        if step["kind"] == "env_file" and step["key"] not in env_files:
-            try:
-                env_files[step["key"]] = read_env_file(read_text(step["key"]))
-            except OSError:
-                env_files[step["key"]] = {}
-    result.update(environment_steps=steps, environment_files=env_files)
+        if step["kind"] != "env_file" or step["key"] in env_files:
+            continue
+        env_files[step["key"]], found = env_file_contents(step["key"], glob_paths or _glob, read_text)
+        if not found and not step["value"]:
+            missing.append({"path": step["key"], "file": step["file"]})
+    result.update(environment_steps=steps, environment_files=env_files, missing_env_files=missing)
     if not command and not keep:
         result.update(argv=[], source="none", old=unit_argv, replaced=False, listen=variables)
         return result
@@ -344,8 +431,28 @@ def read(run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, 
     except UnitCommandError as exc:
         raise UnitReadError("%s: %s" % (unit, exc), result) from exc
     result.update(chosen)
-    result["listen"] = listen(chosen["argv"], host, port) if chosen["source"] == "unit" else variables
+    try:
+        known = {k: (got or {}).get("value") for k, (got, _src) in _merge(steps, {}, env_files).items()}
+        result["listen"] = listen(chosen["argv"], host, port, known, specifiers(unit, host_ids)) if chosen["source"] == "unit" else variables
+    except UnitCommandError as exc:
+        raise UnitReadError("%s: %s" % (unit, exc), result) from exc
     return result
+
+
+def _host_ids(read_text):
+    """The host's %H %m %b: its hostname, machine id and boot id ('' when one cannot be read)."""
+
+    def first_line(path):
+        try:
+            return read_text(path).strip()
+        except OSError:
+            return ""
+
+    return {
+        "H": first_line("/proc/sys/kernel/hostname"),
+        "m": first_line("/etc/machine-id"),
+        "b": first_line("/proc/sys/kernel/random/boot_id").replace("-", ""),
+    }
 
 
 def _read_text(path):
@@ -354,12 +461,27 @@ def _read_text(path):
 
 
 def dropin_refusal(unit, mode, name):
-    """'' unless sglang_service_mode=dropin finds no unit to go into (systemd's LoadState is not loaded); then the
-    refusal, naming the unit and what systemd says."""
-    load_state = (unit or {}).get("load_state")
-    if mode != "dropin" or load_state == "loaded":
-        return ""
-    return (
-        "sglang_service_mode=dropin needs an existing %s.service (sglang_service_name); systemd says: LoadState=%s. "
-        "Use sglang_service_mode=unit to let the role own the unit." % (name, load_state)
-    )
+    """'' unless the unit cannot be started as it is: sglang_service_mode=dropin finds no unit to go into (systemd's
+    LoadState is not loaded), or a file of the unit requires an EnvironmentFile= that is not there (systemd would refuse
+    to start the unit: "unavailable resources", and a restart would stop the serving process for nothing). The refusal
+    names the unit, the file and what to do."""
+    unit = unit or {}
+    load_state = unit.get("load_state")
+    if mode == "dropin" and load_state != "loaded":
+        return (
+            "sglang_service_mode=dropin needs an existing %s.service (sglang_service_name); systemd says: LoadState=%s. "
+            "Use sglang_service_mode=unit to let the role own the unit." % (name, load_state)
+        )
+    missing = unit.get("missing_env_files") or []
+    if missing:
+        return (
+            "%s.service requires %s, which %s not there: systemd would refuse to start it (unavailable resources), so "
+            "nothing is changed or restarted. Create %s, or mark it optional with EnvironmentFile=-PATH."
+            % (
+                name,
+                "; ".join("EnvironmentFile=%s (set in %s)" % (m["path"], m["file"]) for m in missing),
+                "is" if len(missing) == 1 else "are",
+                "it" if len(missing) == 1 else "them",
+            )
+        )
+    return ""

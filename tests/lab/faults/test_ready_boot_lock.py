@@ -189,3 +189,39 @@ def test_a_second_play_waits_for_the_first_or_refuses_naming_it_and_never_interl
     # it waited: it read the host only after the first play's validation, restart and health check
     assert rc == 0 and "state: validated and serving" in out, out[-4000:]
     assert run("test -e %s && echo held || echo free" % LOCK).strip() == "free"  # given back
+
+
+# -- READY kept true over time: the check timer -------------------------------------------------------------------
+
+CHECK = "sglang-k26-check.service"
+CHECK_TIMER = "sglang-k26-check.timer"
+
+
+def test_the_check_timer_sees_a_hang_after_ready_and_the_answer_back(fresh, run):
+    """Issue 57 item 5: a service that stops answering after READY reaches the marker and the textfile at the next look,
+    and its answer back turns them ready again. The lab's period is an hour (its faults are not judged between a
+    test's steps), so the test starts the check's own unit, as the timer does, instead of waiting for the period."""
+    assert run("systemctl is-active %s; systemctl is-enabled %s" % (CHECK_TIMER, CHECK_TIMER)).split() == ["active", "enabled"]
+    assert run("systemctl show -p TimersMonotonic --value %s" % CHECK_TIMER).count("OnUnitActiveUSec") == 1
+    m0 = marker(run)
+    assert m0["ready"] is True and m0["phase"] == "serving", m0
+    pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
+    run("kill -STOP %s" % pid)  # hung: it holds the port and answers nothing
+    try:
+        assert run("%s || echo silent" % ASKS).strip() == "silent"  # the fault hit
+        run("systemctl start %s" % CHECK)  # one look, as the timer starts it
+        m = marker(run)
+        assert m["ready"] is False and m["phase"] == "not serving" and m["source"] == "check timer (sglang-k26.service)", m
+        assert m["reason"].startswith("the service does not answer http://127.0.0.1:30000/health"), m
+        assert m["inputs"] == m0["inputs"] and m["last_good"] == m0["last_good"], m  # what was validated is kept
+        got = textfile_says_what_the_marker_says(run, m)
+        assert got[("blackwell_inference_last_check_timestamp_seconds", (("service", "sglang-k26.service"),))] > 0, got
+        assert "NOT READY" in run("journalctl -u %s --no-pager -o cat -n 5" % CHECK)
+    finally:
+        run("kill -CONT %s" % pid)
+    wait_for_health(run)
+    run("systemctl start %s" % CHECK)
+    m = marker(run)
+    assert m["ready"] is True and m["phase"] == "serving" and m["reason"].endswith("; answered (check timer)"), m
+    assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid  # the service itself was never touched
+    textfile_says_what_the_marker_says(run, m)

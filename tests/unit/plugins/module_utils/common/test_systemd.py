@@ -46,7 +46,9 @@ def test_not_found():
 @pytest.mark.parametrize(
     "text,want",
     [
-        ("# comment\nHF_TOKEN=hf_abc\n\nexport CUDA_HOME=/usr/local/cuda-13.0\n", {"HF_TOKEN": "hf_abc", "CUDA_HOME": "/usr/local/cuda-13.0"}),
+        # issue 57 item 8: systemd ignores an `export KEY=value` line (its name is `export KEY`), so it sets nothing
+        ("# comment\nHF_TOKEN=hf_abc\n\nexport CUDA_HOME=/usr/local/cuda-12.8\n", {"HF_TOKEN": "hf_abc"}),
+        ("CUDA_HOME =/usr/local/cuda-13.0\n2X=1\nA-B=2\n", {"CUDA_HOME": "/usr/local/cuda-13.0"}),
         ("A='x y'\nB=\"z\"\nnot a line\n; also comment\n", {"A": "x y", "B": "z"}),
     ],
 )

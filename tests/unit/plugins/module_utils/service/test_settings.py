@@ -559,7 +559,7 @@ def test_one_filter_escapes_each_setting(setting, value, name, escape):
 @pytest.mark.parametrize(
     "value,setting,name,match",
     [
-        ("x", "ExecStartPre", None, "not one of Description, Environment, EnvironmentFile, ExecStart, ReadWritePaths, word"),
+        ("x", "ExecStartPre", None, "not one of Description, Environment, EnvironmentFile, ExecStart, ExecStart kept, ReadWritePaths, word"),
         ("x", "Environment", None, "no variable name"),
         (["/srv/a", "/srv/../etc"], "ReadWritePaths", None, "ReadWritePaths="),
         (["+/bin/sh"], "ExecStart", None, "starts with one of"),
@@ -626,3 +626,14 @@ def test_the_probe_measures_flashinfer_in_the_units_path(environment, cuda_home,
     assert got == expected
     # the same PATH the unit gets from the plan (one home: service_path)
     assert got["PATH"] == ss.environment(cuda_home, venv, PROBE_CACHE, "12.0a")["PATH"]
+
+
+def test_a_kept_command_is_written_verbatim_for_systemd_to_expand():
+    # issue 57 item 10: the unit's own ExecStart keeps its ${PORT}, $MODEL and %i; the role's own command never expands
+    argv = ["/opt/sglang/current/bin/python", "-m", "sglang.launch_server", "--port", "${PORT}", "--model-path", "/models/%i", "$MODEL", 'a"b']
+    assert ss.systemd_value(argv, "ExecStart kept") == (
+        '"/opt/sglang/current/bin/python" "-m" "sglang.launch_server" "--port" "${PORT}" "--model-path" "/models/%i" "$MODEL" "a\\"b"'
+    )
+    assert '"$${PORT}"' in ss.systemd_value(argv, "ExecStart") and '"/models/%%i"' in ss.systemd_value(argv, "ExecStart")
+    with pytest.raises(ValueError, match="holds a"):
+        ss.systemd_value(["$PY", "-m", "x"], "ExecStart kept")

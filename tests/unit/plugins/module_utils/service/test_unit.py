@@ -388,3 +388,112 @@ def test_the_effective_environment_is_the_roles_with_what_the_other_files_add_an
     # the lab's ct200 unit alone: exactly the role's (its own PATH is overridden)
     result, _calls = _read(_show(), {UNIT: CT200})
     assert uc.effective_environment(result["environment_steps"], ROLE_ENV, result["environment_files"]) == ROLE_ENV
+
+
+# -- issue 57 items 2, 8 and 10: the unit as systemd will run it ------------------------------------------------------
+# The lab's template unit (issue 57 item 8): sglang@.service, whose EnvironmentFile=/etc/sglang/%i.env puts 12.8 first
+# for the instance k26; a glob of site files; an `export` line systemd ignores; a port from the unit's environment.
+TEMPLATE = "/etc/systemd/system/sglang@.service"
+TEMPLATE_UNIT = """[Unit]
+Description=SGLang %i
+
+[Service]
+Environment=PORT=30000
+EnvironmentFile=/etc/sglang/%i.env
+EnvironmentFile=-/etc/sglang/site.d/*.env
+ExecStart=/root/venv_sglang211/bin/python -m sglang.launch_server --model-path /models/%i --host 127.0.0.1 --port ${PORT}
+"""
+SHOW_TEMPLATE = """LoadState=loaded
+User=
+FragmentPath=/etc/systemd/system/sglang@.service
+DropInPaths=/etc/systemd/system/sglang@k26.service.d/50-blackwell-inference.conf
+UnitFileState=enabled
+ActiveState=active
+"""
+HOST_IDS = {"H": "ct200", "m": "0" * 32, "b": "1" * 32}
+
+
+def _read_template(files, unit_text=TEMPLATE_UNIT):
+    files = dict(files, **{TEMPLATE: unit_text})
+
+    def read_text(path):
+        if path not in files:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return files[path]
+
+    def glob_paths(pattern):
+        import fnmatch
+
+        return sorted(p for p in files if fnmatch.fnmatch(p, pattern)) if "*" in pattern else [pattern]
+
+    return uc.read(
+        lambda argv: _Res(0, SHOW_TEMPLATE),
+        "sglang@k26.service",
+        "/opt/sglang/current",
+        exclude=["/etc/systemd/system/sglang@k26.service.d/50-blackwell-inference.conf"],
+        exists=lambda p: True,
+        is_dir=lambda p: True,
+        read_text=read_text,
+        glob_paths=glob_paths,
+        host_ids=HOST_IDS,
+    )
+
+
+def test_specifiers_of_a_template_instance():
+    spec = uc.specifiers("sglang-k26@a\\x2db-c.service", HOST_IDS)
+    assert (spec["n"], spec["N"], spec["p"], spec["P"], spec["i"], spec["I"], spec["j"]) == (
+        "sglang-k26@a\\x2db-c.service", "sglang-k26@a\\x2db-c", "sglang-k26", "sglang/k26", "a\\x2db-c", "a-b/c", "k26",
+    )  # fmt: skip
+    assert uc.expand("/etc/%p/%i.env %H %%i %q", spec) == "/etc/sglang-k26/a\\x2db-c.env ct200 %i %q"  # %q: not known, kept
+
+
+def test_a_specifier_in_an_environment_file_names_the_file_systemd_reads():
+    got = _read_template({"/etc/sglang/k26.env": "CUDA_HOME=/usr/local/cuda-12.8\nexport PATH=/usr/local/cuda-12.8/bin:/usr/bin\n"})
+    assert [s["key"] for s in got["environment_steps"] if s["kind"] == "env_file"] == ["/etc/sglang/k26.env", "/etc/sglang/site.d/*.env"]
+    assert got["environment_files"]["/etc/sglang/k26.env"]["CUDA_HOME"]["value"] == "/usr/local/cuda-12.8"
+    assert "PATH" not in got["environment_files"]["/etc/sglang/k26.env"]  # an export line sets nothing in systemd
+    assert got["missing_env_files"] == [] and uc.dropin_refusal(got, "dropin", "sglang@k26") == ""
+    # what the role then says: the file that puts 12.8 back is named (service/plan.py foreign_refusal)
+    found = uc.environment_conflicts(got["environment_steps"], ROLE_ENV, got["environment_files"], "dropin")
+    assert any(f.startswith("/etc/sglang/k26.env (EnvironmentFile= of %s) sets CUDA_HOME=/usr/local/cuda-12.8" % TEMPLATE) for f in found), found
+
+
+def test_a_glob_of_environment_files_is_read_in_order():
+    got = _read_template(
+        {
+            "/etc/sglang/k26.env": "HF_HOME=/srv/hf\n",
+            "/etc/sglang/site.d/10-a.env": "CUDA_HOME=/usr/local/cuda-12.8\n",
+            "/etc/sglang/site.d/20-b.env": "CUDA_HOME=/usr/local/cuda-13.0\n",
+        }
+    )
+    assert got["environment_files"]["/etc/sglang/site.d/*.env"]["CUDA_HOME"]["value"] == "/usr/local/cuda-13.0"  # the later file wins
+
+
+def test_a_required_environment_file_that_is_gone_refuses_before_any_change():
+    got = _read_template({})  # /etc/sglang/k26.env gone; the optional glob matching nothing is fine
+    assert got["missing_env_files"] == [{"path": "/etc/sglang/k26.env", "file": TEMPLATE}]
+    why = uc.dropin_refusal(got, "dropin", "sglang@k26")
+    assert why.startswith("sglang@k26.service requires EnvironmentFile=/etc/sglang/k26.env (set in %s), which is not there" % TEMPLATE), why
+    assert "unavailable resources" in why and "EnvironmentFile=-PATH" in why
+    assert uc.dropin_refusal(got, "unit", "sglang@k26") == why  # in both modes
+
+
+def test_a_kept_command_listens_where_its_variables_and_specifiers_say():
+    got = _read_template({"/etc/sglang/k26.env": ""})
+    assert got["listen"] == {"host": "127.0.0.1", "port": 30000}  # ${PORT} from the unit's Environment=
+    assert got["argv"][1:] == ["-m", "sglang.launch_server", "--model-path", "/models/%i", "--host", "127.0.0.1", "--port", "${PORT}"]  # verbatim
+    assert uc.listen(["x", "--port", "%i"], "h", 1, {}, uc.specifiers("s@30001.service")) == {"host": "h", "port": 30001}
+    assert uc.listen(["x", "--host", "a$$b"], "h", 1, {}) == {"host": "a$b", "port": 1}  # $$: a dollar, no variable
+
+
+@pytest.mark.parametrize(
+    ("unit_text", "match"),
+    [
+        # issue 57 item 10: a port from a variable the role cannot see is a message, not a ValueError traceback
+        (TEMPLATE_UNIT.replace("Environment=PORT=30000\n", ""), r"gives --port \$\{PORT\}, and PORT is not set by an Environment="),
+        (TEMPLATE_UNIT.replace("--port ${PORT}", "--port eighty"), "gives --port eighty, not a port number"),
+    ],
+)
+def test_a_port_the_role_cannot_tell_is_refused_naming_it(unit_text, match):
+    with pytest.raises(uc.UnitReadError, match=match):
+        _read_template({"/etc/sglang/k26.env": ""}, unit_text)
