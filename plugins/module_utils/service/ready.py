@@ -45,6 +45,7 @@ PHASES = (*WRITTEN, "not serving")
 PASSED = ("serving", "validated", "not serving")
 BOOT_SOURCE = "boot validation (%s)"
 CHECK_SOURCE = "check timer (%s)"
+ROLLBACK_SOURCE = "armed rollback (%s)"
 
 _ERROR_LINE = re.compile(r"(fatal )?error: .*")
 
@@ -448,6 +449,22 @@ def after_check(marker, verdict, now, service):
         out.update(ready=False, phase="not serving" if verdict["state"] == NOT_SERVING else "overridden", reason=verdict.get("reason") or "")
         return out
     return None
+
+
+def confirmed(marker, armed_at):
+    """Whether the play confirmed the restart its rollback was armed for: the marker says serving, written by the play
+    (or the host's own checks) since it armed (armed_at: unix seconds). Then the armed rollback has nothing to do."""
+    marker = marker or {}
+    written = epoch(marker.get("time"))
+    return marker.get("ready") is True and marker.get("phase") == "serving" and written is not None and written >= int(armed_at)
+
+
+def rolled_back(marker, reason, now, service):
+    """The marker the host's armed rollback writes: not ready (phase failed), with what it did; last_good and what was
+    validated are kept (the next run validates again)."""
+    out = dict(marker or {})
+    out.update(ready=False, phase="failed", reason=str(reason), time=now, source=ROLLBACK_SOURCE % service)
+    return out
 
 
 def host_verdict(host, summaries):

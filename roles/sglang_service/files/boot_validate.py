@@ -18,7 +18,14 @@ serving when that changed (ready.after_check). Read-only otherwise; it never tou
 while a play holds the host's lock.
 Each marker it writes also goes to node_exporter's textfile collector when the settings name its directory
 (textfile_dir; module_utils/service/textfile.py).
+With --arm (the play, right before it restarts the service on a validated state): a transient timer,
+<service>-rollback.timer, fires after rollback_after seconds unless --disarm (the play, once the restarted service
+answered and its state is kept) stopped it first. When it fires (--rollback: the play was killed, or lost its host),
+the host puts the last good state back by itself (its files and the venv link, byte for byte), restarts it and marks
+the host not ready; with no last good state it stops the service. The dead-man switch of linux-system-roles network's
+checkpoint.
 Usage: boot_validate.py SETTINGS.json | boot_validate.py --serving SETTINGS.json | boot_validate.py --check SETTINGS.json
+       | boot_validate.py --arm SETTINGS.json | boot_validate.py --disarm SETTINGS.json
 """
 
 import datetime
@@ -36,7 +43,7 @@ import time
 # the path: an ansible_collections elsewhere on the host does not shadow it)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke
-from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving, ready, textfile
+from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving, ready, snapshot, snapshot_store, textfile
 
 GPU_DEVICE = jit_smoke.GPU_DEVICE
 # At boot the driver may still be loading (nvidia-persistenced, udev): wait this long for the device node
@@ -328,7 +335,97 @@ def check(path):
     return 0
 
 
+def rollback_unit(service):
+    return (service[: -len(".service")] if service.endswith(".service") else service) + "-rollback"
+
+
+def arm(path):
+    """The transient timer that puts the last good state back unless the play disarms it in time (a timer already
+    armed by an earlier play is replaced)."""
+    with open(path) as fh:
+        cfg = json.load(fh)
+    unit = rollback_unit(cfg["service"])
+    for argv in (["systemctl", "stop", unit + ".timer", unit + ".service"], ["systemctl", "reset-failed", unit + ".timer", unit + ".service"]):
+        run(argv, 60)  # none there: nothing to stop
+    armed_at = int(time.time())
+    after = int(cfg["rollback_after"])
+    argv = [
+        "systemd-run",
+        "--unit=" + unit,
+        "--collect",
+        "--on-active=%ds" % after,
+        "--timer-property=AccuracySec=1s",
+        "--description=Put %s's last good state back unless the play confirms its restart (blackwell.inference)" % cfg["service"],
+        sys.executable,
+        os.path.abspath(__file__),
+        "--rollback",
+        os.path.abspath(path),
+        str(armed_at),
+    ]
+    rc, out, err, _secs = run(argv, 60)
+    print(
+        "%s: %s"
+        % (cfg["service"], "armed: the last good state goes back in %d s unless disarmed" % after if rc == 0 else "not armed: " + (err or out).strip()),
+        flush=True,
+    )
+    return 0 if rc == 0 else 1
+
+
+def disarm(path):
+    """The timer stopped: the play confirmed the restart. Says whether it was still armed, or had fired already."""
+    with open(path) as fh:
+        cfg = json.load(fh)
+    unit = rollback_unit(cfg["service"])
+    rc, out, _err, _secs = run(["systemctl", "show", unit + ".timer", unit + ".service", "-p", "ActiveState", "--value"], 30)
+    states = out.split() if rc == 0 else []
+    run(["systemctl", "stop", unit + ".timer"], 60)
+    fired = len(states) > 1 and states[1] in ("active", "activating", "deactivating")
+    print("%s: %s" % (cfg["service"], "disarmed" if states[:1] == ["active"] else "fired already" if fired else "not armed"), flush=True)
+    return 0
+
+
+def rollback(path, armed_at):
+    """The armed timer fired: the play did not confirm the restart in time. Unless the marker says it did, the last
+    good state goes back (service_snapshot's own code), systemd reads it, the service restarts on it, and the marker
+    says not ready with what was done. No last good state: the service is stopped (a state nobody confirmed does not
+    keep running)."""
+    with open(path) as fh:
+        cfg = json.load(fh)
+    service = cfg["service"]
+    marker, _damage = read_marker_text(cfg["marker"])
+    if ready.confirmed(marker, armed_at):
+        print("%s: the play confirmed the restart; nothing to put back" % service, flush=True)
+        return 0
+    late = "the play did not confirm the restarted service within %d s (killed, or cut off from the host)" % int(cfg["rollback_after"])
+    try:
+        manifest = snapshot_store.read_snapshot(cfg["snapshot_store"])
+    except (OSError, ValueError) as exc:
+        manifest, late = None, "%s; the last good snapshot cannot be read: %s" % (late, exc)
+    errors = []
+    if manifest is None:
+        rc, out, err, _secs = run(["systemctl", "stop", service], 300)
+        what = "no last good state to put back: the service is stopped" + ("" if rc == 0 else " (systemctl stop failed: %s)" % (err or out).strip())
+    else:
+        current = snapshot_store.host_state(cfg["state_files"], cfg.get("venv_link"))
+        steps = snapshot.restore_plan(current, manifest)
+        _done, errors = snapshot_store.restore(manifest, steps, cfg.get("secret_files") or ())
+        run(["systemctl", "daemon-reload"], 120)
+        rc, out, err, _secs = run(["systemctl", "restart", "--no-block", service], 120)
+        what = "the host put back the last good state of %s (%d files and links) and restarted it" % (manifest.get("time"), len(steps))
+        if errors:
+            what += "; not put back: " + "; ".join(errors)
+        if rc != 0:
+            what += "; systemctl restart failed: %s" % (err or out).strip()
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    new = ready.rolled_back(marker, "%s: %s" % (late, what), now, service)
+    write_marker(cfg["marker"], new)
+    write_textfile(cfg, new)
+    print("%s: %s: %s" % (service, ready.NOT_READY, new["reason"]), flush=True)
+    return 1 if errors else 0
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "--serving":
-        sys.exit(serving(sys.argv[2]))
-    sys.exit(check(sys.argv[2]) if sys.argv[1] == "--check" else main(sys.argv[1]))
+    ACTIONS = {"--serving": serving, "--check": check, "--arm": arm, "--disarm": disarm}
+    if sys.argv[1] == "--rollback":
+        sys.exit(rollback(sys.argv[2], int(sys.argv[3])))
+    sys.exit(ACTIONS[sys.argv[1]](sys.argv[2]) if sys.argv[1] in ACTIONS else main(sys.argv[1]))

@@ -190,23 +190,6 @@ def kill_play_at(run, task, condition, what, *args, extra_vars=None):
     return out
 
 
-def test_play_killed_after_the_validation_marker(run):
-    m0 = marker(run)
-    kill_play_at(
-        run,
-        "blackwell.inference.sglang_service : Restart the service on the validated state]",
-        'grep -q \'"phase": "validated"\' /etc/ansible/facts.d/blackwell_inference.fact',
-        "the marker of the validation",
-        "--tags",
-        "sglang_service",
-        extra_vars=NCCL,
-    )
-    m = marker(run)
-    assert not m["ready"] and m["phase"] == "validated" and m["last_good"] == m0["last_good"]  # validated is not ready
-    verify_says_not_ready("not validated")
-    nothing_lost(run, m0["last_good"])
-
-
 def test_play_killed_after_the_restart_then_the_next_run_is_ready(run):
     pid, m0 = serving(run), marker(run)
     kill_play_at(
@@ -226,8 +209,11 @@ def test_play_killed_after_the_restart_then_the_next_run_is_ready(run):
     assert marker(run)["phase"] == "serving"
 
 
-def test_play_killed_during_the_health_wait_of_a_state_that_never_answers(run):
-    m0 = marker(run)
+def test_play_killed_during_the_health_wait_of_a_state_that_never_answers_is_rolled_back_by_the_host(run):
+    """The dead-man switch (issue 57): the play arms the host's own rollback before its restart and is killed in the
+    health wait of a state that never answers; nobody runs another play. The host puts the last good state back by
+    itself when the armed time runs out, restarts it, and marks the host not ready with what it did."""
+    before, m0 = files(run), marker(run)
     kill_play_at(
         run,
         "blackwell.inference.sglang_service : Wait for the service to answer]",
@@ -235,11 +221,18 @@ def test_play_killed_during_the_health_wait_of_a_state_that_never_answers(run):
         "the restarted server running without answering",
         "--tags",
         "sglang_service",
-        extra_vars=HANG,
+        extra_vars=dict(HANG, sglang_service_rollback_after=20),
     )
+    # the fault hit: the new state ran without answering and no play was left to confirm it; the armed timer fired
+    on_host_until(run, "grep -q '\"source\": \"armed rollback' /etc/ansible/facts.d/blackwell_inference.fact", "the host's own rollback", timeout=90)
+    assert "NOT READY: the play did not confirm" in run("journalctl -u sglang-k26-rollback.service --no-pager -o cat")
     m = marker(run)
-    assert not m["ready"] and m["last_good"] == m0["last_good"]
-    verify_says_not_ready("not validated")  # the new state runs (and fails); nothing vouches for it
+    assert not m["ready"] and m["phase"] == "failed" and m["last_good"] == m0["last_good"], m
+    assert m["reason"].startswith("the play did not confirm the restarted service within 20 s"), m
+    assert "the host put back the last good state of " in m["reason"] and "and restarted it" in m["reason"], m
+    assert files(run) == before and not run("pgrep -f '[t]ime[.]sleep[(]86400' || true").strip()
+    wait_for_health(run)
+    serving(run)  # the last good state serves again, compiling nothing
     nothing_lost(run, m0["last_good"])
 
 

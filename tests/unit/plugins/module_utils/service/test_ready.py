@@ -466,3 +466,15 @@ def test_file_drift_names_the_first_file_that_changed():
     assert ready.file_drift(files, {k: v for k, v in holds.items() if k != unit}.get, key) == unit + " is gone since the validation"
     assert ready.file_drift(files, dict(holds, **{gone: "0" * 64}).get, key) == gone + " appeared since the validation"
     assert ready.file_drift(None, holds.get) is None
+
+
+def test_the_armed_rollback_does_nothing_once_the_play_confirmed_and_otherwise_marks_not_ready():
+    armed_at = ready.epoch("2026-12-07T10:00:00Z")
+    assert ready.confirmed(dict(SERVING_MARKER, time="2026-12-07T10:03:00Z"), armed_at) is True
+    assert ready.confirmed(dict(SERVING_MARKER, time="2026-12-07T09:59:00Z"), armed_at) is False  # serving from before the restart
+    assert ready.confirmed(dict(BOOT_MARKER, time="2026-12-07T10:03:00Z"), armed_at) is False  # validated, never confirmed
+    assert ready.confirmed(None, armed_at) is False
+    got = ready.rolled_back(dict(BOOT_MARKER, last_good={"venv": "/v/a"}), "put back", NOW, "sglang-k26.service")
+    assert (got["ready"], got["phase"], got["reason"], got["source"]) == (False, "failed", "put back", "armed rollback (sglang-k26.service)")
+    assert got["last_good"] == {"venv": "/v/a"} and got["inputs"] == "d1"
+    assert ready.needs_validation(got, "d1")[0] is True  # the next run validates again

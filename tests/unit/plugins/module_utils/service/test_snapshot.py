@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.common import secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.service import snapshot as snap
+from ansible_collections.blackwell.inference.plugins.module_utils.service import snapshot_store as store_io
 from ansible_collections.blackwell.inference.plugins.modules import service_snapshot as mod
 
 DROPIN = "/etc/systemd/system/sglang-k26.service.d/50-blackwell-inference.conf"
@@ -89,35 +90,35 @@ def test_save_then_restore_is_byte_for_byte(tmp_path):
     link.symlink_to(tmp_path / "v1")
     store = str(tmp_path / "store" / "last-good")
     files = [str(unit), str(secrets)]
-    mod.save(store, files, str(link), None, "2026-11-30T00:00:00Z")
-    good = mod.read_snapshot(store)
+    store_io.save(store, files, str(link), None, "2026-11-30T00:00:00Z")
+    good = store_io.read_snapshot(store)
     assert good["files"][str(secrets)] == {"exists": False} and good["link"] is None  # no target given: none recorded
-    mod.save(store, files, str(link), str(tmp_path / "v1"), "2026-11-30T00:00:01Z")
-    good = mod.read_snapshot(store)
+    store_io.save(store, files, str(link), str(tmp_path / "v1"), "2026-11-30T00:00:01Z")
+    good = store_io.read_snapshot(store)
     # the new state: a changed unit, a new secrets file, the link moved
     unit.write_bytes(b"[Service]\nEnvironment=A=2\n")
     os.chmod(unit, 0o600)
     secrets.write_bytes(b"HF_TOKEN=x\n")
     link.unlink()
     link.symlink_to(tmp_path / "v2")
-    now = mod.host_state(files, str(link))
+    now = store_io.host_state(files, str(link))
     assert {d["path"] for d in snap.differences(now, good)} == {str(unit), str(secrets), str(link)}
-    done, errors = mod.restore(good, snap.restore_plan(now, good))
+    done, errors = store_io.restore(good, snap.restore_plan(now, good))
     assert unit.read_bytes() == b"[Service]\nEnvironment=A=1\n" and oct(os.stat(unit).st_mode & 0o777) == "0o644"
     assert not secrets.exists() and os.readlink(link) == str(tmp_path / "v1")
-    assert len(done) == 3 and errors == [] and snap.differences(mod.host_state(files, str(link)), good) == []
+    assert len(done) == 3 and errors == [] and snap.differences(store_io.host_state(files, str(link)), good) == []
 
 
 def test_saves_replace_the_snapshot_in_one_rename_and_leave_one_directory(tmp_path):
     unit = tmp_path / "u.conf"
     unit.write_text("x")
     store = str(tmp_path / "snap" / "last-good")
-    mod.save(store, [str(unit)], None, None, "t1")
+    store_io.save(store, [str(unit)], None, None, "t1")
     first = os.path.realpath(store)
     os.makedirs(str(tmp_path / "snap" / "last-good.killed-save"))  # the work of a save killed before its rename
     unit.write_text("y")
-    mod.save(store, [str(unit)], None, None, "t2")
-    assert os.path.islink(store) and mod.read_snapshot(store)["time"] == "t2" and not os.path.exists(first)
+    store_io.save(store, [str(unit)], None, None, "t2")
+    assert os.path.islink(store) and store_io.read_snapshot(store)["time"] == "t2" and not os.path.exists(first)
     assert sorted(os.listdir(str(tmp_path / "snap"))) == ["last-good", os.path.basename(os.path.realpath(store))]
     assert oct(os.stat(os.path.realpath(store)).st_mode & 0o777) == "0o700"
 
@@ -128,7 +129,7 @@ def test_saves_replace_the_snapshot_in_one_rename_and_leave_one_directory(tmp_pa
 def whole(store):
     """The snapshot store names, checked complete: every blob its manifest names is there with its sha256.
     Returns its time."""
-    good = mod.read_snapshot(store)
+    good = store_io.read_snapshot(store)
     assert good is not None, "no snapshot at %s" % store
     for path, e in good["files"].items():
         if e["exists"]:
@@ -190,13 +191,13 @@ SAVE_OPS = ("fdopen", "fsync", "replace", "symlink", "unlink")
 
 def test_a_save_stopped_at_any_step_leaves_the_previous_snapshot_whole(tmp_path, monkeypatch):
     files, store = _state(tmp_path)
-    mod.save(store, files, None, None, "t0")
+    store_io.save(store, files, None, None, "t0")
     # how often a save calls each operation (a store that exists, as on every save after the first)
     calls = {}
     with monkeypatch.context() as m:
         for op in SAVE_OPS:
             _faulty(m, op, -1, calls)
-        mod.save(store, files, None, None, "t1")
+        store_io.save(store, files, None, None, "t1")
     assert calls["fsync"] >= 6 and calls["replace"] == 4 and calls["fdopen"] == 3, calls
     hit = {"previous": 0, "new": 0}
     for op in SAVE_OPS:
@@ -207,23 +208,23 @@ def test_a_save_stopped_at_any_step_leaves_the_previous_snapshot_whole(tmp_path,
             with monkeypatch.context() as m:
                 _faulty(m, op, at, {})
                 with contextlib.suppress(Fault):
-                    mod.save(store, files, None, None, "%s-%d" % (op, at))
+                    store_io.save(store, files, None, None, "%s-%d" % (op, at))
             now = whole(store)  # never a manifest naming a blob that is not there
             assert now in (before, "%s-%d" % (op, at)), (op, at, before, now)
             hit["previous" if now == before else "new"] += 1
     # most steps come before the rename onto store; the fsync of the parent after it and the cleanup come after
     assert hit["previous"] >= 10 and hit["new"] >= 1, hit
     # the next save clears what the stopped ones left (their work directories) and keeps one snapshot
-    mod.save(store, files, None, None, "t2")
+    store_io.save(store, files, None, None, "t2")
     assert whole(store) == "t2" and sorted(os.listdir(os.path.dirname(store))) == ["last-good", os.path.basename(os.path.realpath(store))]
 
 
 def test_every_blob_the_manifest_and_the_directories_are_fsynced_before_store_moves_and_the_old_goes_after(tmp_path, monkeypatch):
     files, store = _state(tmp_path)
-    mod.save(store, files, None, None, "t0")
+    store_io.save(store, files, None, None, "t0")
     previous = os.path.realpath(store)
     events = []
-    real_fsync, real_replace, real_rmtree = os.fsync, os.replace, mod.shutil.rmtree
+    real_fsync, real_replace, real_rmtree = os.fsync, os.replace, store_io.shutil.rmtree
 
     def fsync(fd):
         events.append(("fsync", os.readlink("/proc/self/fd/%d" % fd)))
@@ -239,8 +240,8 @@ def test_every_blob_the_manifest_and_the_directories_are_fsynced_before_store_mo
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
-    monkeypatch.setattr(mod.shutil, "rmtree", rmtree)
-    mod.save(store, files, None, None, "t1")
+    monkeypatch.setattr(store_io.shutil, "rmtree", rmtree)
+    store_io.save(store, files, None, None, "t1")
     work, parent = os.path.realpath(store), os.path.dirname(store)
     where = {e: i for i, e in enumerate(events)}
     blobs = [("fsync", os.path.join(work, ".file-%02d.blackwell-tmp" % i)) for i in range(2)]
@@ -259,7 +260,7 @@ def test_every_blob_the_manifest_and_the_directories_are_fsynced_before_store_mo
 def test_a_store_of_the_old_kind_is_replaced_without_a_moment_without_a_snapshot(tmp_path, monkeypatch):
     files, store = _state(tmp_path)
     other = str(tmp_path / "other" / "last-good")
-    mod.save(other, files, None, None, "t0")
+    store_io.save(other, files, None, None, "t0")
     os.makedirs(os.path.dirname(store))
     shutil.copytree(os.path.realpath(other), store)  # a plain directory, as an early version of the module left it
     assert whole(store) == "t0"
@@ -272,22 +273,22 @@ def test_a_store_of_the_old_kind_is_replaced_without_a_moment_without_a_snapshot
 
     monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(Fault):
-        mod.save(store, files, None, None, "t1")
+        store_io.save(store, files, None, None, "t1")
     assert not os.path.exists(store) and whole(store) == "t1"  # read through the save's new link
     monkeypatch.setattr(os, "replace", real)
-    mod.save(store, files, None, None, "t2")
+    store_io.save(store, files, None, None, "t2")
     assert os.path.islink(store) and whole(store) == "t2"
 
 
 def _changed(tmp_path):
     """A snapshot of two files, then both changed (and the secret's mode widened): the restore plan writes both."""
     files, store = _state(tmp_path)
-    mod.save(store, files, None, None, "t0")
-    good = mod.read_snapshot(store)
+    store_io.save(store, files, None, None, "t0")
+    good = store_io.read_snapshot(store)
     pathlib.Path(files[0]).write_text("[Service]\nEnvironment=A=2\n")
     pathlib.Path(files[1]).write_text("HF_TOKEN=2\n")
     os.chmod(files[1], 0o644)
-    steps = snap.restore_plan(mod.host_state(files, None), good)
+    steps = snap.restore_plan(store_io.host_state(files, None), good)
     assert sorted(s[1] for s in steps) == sorted(files)
     return files, good, steps
 
@@ -313,7 +314,7 @@ def test_a_restored_secret_is_never_readable_by_others_and_is_fsynced_before_its
     monkeypatch.setattr(os, "open", opened)
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
-    done, errors = mod.restore(good, steps)
+    done, errors = store_io.restore(good, steps)
     assert errors == [] and len(done) == 2
     tmp = "s.env.blackwell-restore"
     # created 0600 (never 0644 then chmod), fsynced, renamed with its final mode
@@ -340,7 +341,7 @@ def test_every_restored_file_is_created_0600_and_given_its_mode_once_written(tmp
 
     monkeypatch.setattr(os, "open", opened)
     monkeypatch.setattr(os, "fchmod", fchmod)
-    done, errors = mod.restore(good, steps)
+    done, errors = store_io.restore(good, steps)
     assert errors == [] and len(done) == 2
     unit, secret = (os.path.basename(f) + ".blackwell-restore" for f in files)
     assert ("open", unit, 0o600) in events and ("open", secret, 0o600) in events
@@ -354,17 +355,17 @@ def test_a_restore_goes_on_past_a_file_it_cannot_put_back(tmp_path):
     # the snapshot's copy of the file put back first is gone: the next one is put back all the same
     os.unlink(os.path.join(good["dir"], good["files"][first]["blob"]))
     was = pathlib.Path(first).read_text()
-    done, errors = mod.restore(good, steps)
+    done, errors = store_io.restore(good, steps)
     assert done == ["write " + then] and len(errors) == 1 and errors[0].startswith("write %s: " % first), errors
     assert "No such file or directory" in errors[0]
-    assert [d["path"] for d in snap.differences(mod.host_state(files, None), good)] == [first] and pathlib.Path(first).read_text() == was
+    assert [d["path"] for d in snap.differences(store_io.host_state(files, None), good)] == [first] and pathlib.Path(first).read_text() == was
     assert not os.path.exists(first + ".blackwell-restore")
 
 
 def test_a_damaged_copy_is_not_written_over_the_file(tmp_path):
     files, good, steps = _changed(tmp_path)
     pathlib.Path(good["dir"], good["files"][files[1]]["blob"]).write_text("HF_TOKEN=damaged\n")
-    done, errors = mod.restore(good, steps)
+    done, errors = store_io.restore(good, steps)
     assert done == ["write " + files[0]] and len(errors) == 1 and "is damaged" in errors[0], errors
     assert pathlib.Path(files[1]).read_text() == "HF_TOKEN=2\n" and not os.path.exists(files[1] + ".blackwell-restore")
     assert pathlib.Path(files[0]).read_text() == "[Service]\nEnvironment=A=1\n"
