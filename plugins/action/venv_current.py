@@ -19,5 +19,5 @@ class ActionModule(ActionBase):
             result.update(self._execute_module(module_name="blackwell.inference.venv_current", module_args=self._task.args, task_vars=task_vars))
             return result
         _validation, p = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        result.update(changed=False, current=venv_info.current(p["marker"], p["root"], p["inputs_hash"], p["changed"], p["switched"]))
+        result.update(changed=False, current=venv_info.current(p["marker"], p["root"], p["inputs_hash"], p["changed"], p["switched"], p["previous"]))
         return result

@@ -39,6 +39,10 @@ options:
   marker:
     description: The marker of the venv C(current) points at, as already read (parsed); given, nothing is read.
     type: dict
+  previous:
+    description: Returned as RV(current.previous) - where C(current) pointed before this run (the venv role's plan).
+    type: str
+    version_added: 0.4.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
@@ -104,6 +108,10 @@ current:
     switched:
       description: C(current) moved in this run, as given (O(switched)).
       type: bool
+    previous:
+      description: Where C(current) pointed before this run, as given (O(previous)); the link a later refusal puts back.
+      type: str
+      version_added: 0.4.0
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -117,6 +125,7 @@ ARGUMENT_SPEC = dict(
     changed=dict(type="bool", default=False),
     switched=dict(type="bool", default=False),
     marker=dict(type="dict"),
+    previous=dict(type="str"),
 )
 
 
@@ -129,7 +138,7 @@ def main():
             marker = venv_info.read_current(p["root"])
         except venv_info.VenvError as exc:
             module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, current=venv_info.current(marker, p["root"], p["inputs_hash"], p["changed"], p["switched"]))
+    module.exit_json(changed=False, current=venv_info.current(marker, p["root"], p["inputs_hash"], p["changed"], p["switched"], p["previous"]))
 
 
 if __name__ == "__main__":

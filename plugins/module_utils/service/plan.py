@@ -399,7 +399,7 @@ def files(planned, probe, entries, mode, secrets=False, boot_validation=True, ch
     would change any), check_files (the check timer's units and its enablement link when `check`, else their
     removal: entries `check` and `check_gone`, lists) and check_files_pending, stale_workspaces (workspaces whose
     venv link no longer resolves; never this run's), adopt (a ready host's state becomes the last good one, unless a
-    snapshot is there and reads), work}."""
+    snapshot is there and reads; also the operator's own service a first drop-in run finds running), work}."""
     probe = probe or {}
     observed = probe.get("observed") or {}
     account = list(entries["account"]) + (list(entries["validator"]) if boot_validation else [])
@@ -409,7 +409,11 @@ def files(planned, probe, entries, mode, secrets=False, boot_validation=True, ch
     unit_files += [entries["validate_unit"], entries["ready_unit"]] if boot_validation else [entries["validate_unit_gone"], entries["ready_unit_gone"]]
     stale = sglang_service.stale_workspaces(probe.get("gone_venv_links"), [(planned.get("env") or {}).get("FLASHINFER_WORKSPACE_BASE")])
     snapshot = probe.get("snapshot") or {}
-    adopt = bool((probe.get("marker") or {}).get("ready")) and not (snapshot.get("exists") and snapshot.get("error") is None)
+    marker = probe.get("marker") or {}
+    # the operator's own service, running before the role's first change in drop-in mode (no marker yet): the state a
+    # failed first rollout goes back to, rather than a stopped service (issue 57 item 7)
+    operators = mode == "dropin" and not marker and ((planned.get("unit") or {}).get("active_state") == "active")
+    adopt = (bool(marker.get("ready")) or operators) and not (snapshot.get("exists") and snapshot.get("error") is None)
     account_pending = len(paths.pending(account, observed)) > 0
     unit_files_pending = len(paths.pending(unit_files, observed)) > 0
     check_files = list(entries.get("check" if check and boot_validation else "check_gone") or [])

@@ -334,11 +334,12 @@ def read_current(root):
         raise VenvError("%s is not JSON (%s): the build writes it whole, so it was changed since" % (marker, exc)) from exc
 
 
-def current(meta, root, inputs_hash, changed, switched=False):
+def current(meta, root, inputs_hash, changed, switched=False, previous=None):
     """sglang_venv_current, the venv role's result, from the marker (.blackwell-venv.json, parsed; {} or None when
     there is none) of the venv current points at: path (the stable link), dir, hash, versions, torch_cuda, patches,
     no_deps, pip_check_set_aside, matches_inputs (it is the venv of these inputs: inputs_hash), changed (built,
-    switched or pruned in this run, as the role says) and switched (current moved in this run)."""
+    switched or pruned in this run, as the role says), switched (current moved in this run) and previous (where
+    current pointed before this run: a later refusal of the run puts it back)."""
     meta = meta if isinstance(meta, dict) else {}
     return {
         "path": "%s/current" % root,
@@ -352,6 +353,7 @@ def current(meta, root, inputs_hash, changed, switched=False):
         "matches_inputs": meta.get("hash", "") == inputs_hash,
         "changed": bool(changed),
         "switched": bool(switched),
+        "previous": previous or None,
     }
 
 

@@ -79,6 +79,16 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     good = m0["last_good"]["venv"]
     assert m0["ready"] and before[1].strip() == good
     nothing_lost(run, m0["last_good"])
+    # issue 57 item 3: the new venv B with a value the service role refuses (an arch list the GPUs are not in). The
+    # venv role builds B and moves current onto it; the service role refuses before any change of the service, and
+    # puts current back on the venv that serves (the venv role's rollback entry) before it stops
+    rc, out, _recap = playbook("--tags", "sglang_venv,sglang_service", extra_vars=dict(PINS_B, sglang_service_arch_list="9.0a"))
+    no_traceback(out)
+    assert rc != 0 and "sglang_service_arch_list" in out and "The venv link /opt/sglang/current is back on %s." % good in out, out[-4000:]
+    # the fault hit: B was built and current moved onto it, then the venv role's rollback entry moved it back
+    assert len(run("ls /opt/sglang/venvs").split()) == 2
+    assert "sglang venv rolled back: /opt/sglang/current -> %s" % good in run("journalctl -t blackwell-inference --no-pager -o cat")
+    assert run("readlink /opt/sglang/current").strip() == good and files(run) == before and serving(run) == pid
     # a new venv B (passes its own check) and a launch flag the server refuses: the smoke passes, health does not
     rc, out, _recap = playbook("--tags", "sglang_venv,sglang_service", extra_vars=dict(BAD_FLAG, **PINS_B))
     no_traceback(out)
@@ -224,7 +234,7 @@ def test_play_killed_during_the_health_wait_of_a_state_that_never_answers_is_rol
         extra_vars=dict(HANG, sglang_service_rollback_after=20),
     )
     # the fault hit: the new state ran without answering and no play was left to confirm it; the armed timer fired
-    on_host_until(run, "grep -q '\"source\": \"armed rollback' /etc/ansible/facts.d/blackwell_inference.fact", "the host's own rollback", timeout=90)
+    on_host_until(run, 'grep -q \'"source": "armed rollback\' /etc/ansible/facts.d/blackwell_inference.fact', "the host's own rollback", timeout=90)
     assert "NOT READY: the play did not confirm" in run("journalctl -u sglang-k26-rollback.service --no-pager -o cat")
     m = marker(run)
     assert not m["ready"] and m["phase"] == "failed" and m["last_good"] == m0["last_good"], m

@@ -328,12 +328,19 @@ class _Lazy(dict):
         ("dropin", False, True, dict(READY, snapshot={"exists": True, "error": None}), 3, 5, (False, False), [], False, False),
         # a first run: nothing observed
         ("dropin", False, True, {}, 3, 5, (True, True), [], False, True),
+        # issue 57 item 7: a first drop-in run on the operator's running service adopts it as the last good state
+        ("dropin", False, True, {"snapshot": {"exists": False}, "unit_active": True}, 3, 5, (True, True), [], True, True),
+        ("dropin", False, True, {"snapshot": {"exists": False}, "unit_active": False}, 3, 5, (True, True), [], False, True),
+        ("unit", False, True, {"snapshot": {"exists": False}, "unit_active": True}, 3, 6, (True, True), [], False, True),  # the role's own unit
+        ("dropin", False, True, {"snapshot": {"exists": True, "error": None}, "unit_active": True}, 3, 5, (True, True), [], False, True),
     ],
 )
 def test_the_files_plan_picks_the_paths_and_says_whether_there_is_work(mode, secrets, boot, probe, account, unit_files, pending, stale, adopt, work):
     wanted = {"account", "dropin", "modules_load"} | ({"validator", "validate_unit", "ready_unit"} if boot else {"validate_unit_gone", "ready_unit_gone"})
     wanted |= ({"unit"} if mode == "unit" else set()) | (set() if secrets else {"secrets_gone"})
-    got = service_plan.files(PLANNED, probe, _Lazy(ENTRIES, wanted), mode, secrets, boot)
+    probe = dict(probe)
+    planned = dict(PLANNED, unit={"active_state": "active" if probe.pop("unit_active", False) else "inactive"})
+    got = service_plan.files(planned, probe, _Lazy(ENTRIES, wanted), mode, secrets, boot)
     assert (len(got["account"]), len(got["unit_files"])) == (account, unit_files)
     assert (got["account_pending"], got["unit_files_pending"]) == pending
     assert (got["stale_workspaces"], got["adopt"], got["work"]) == (stale, adopt, work)
