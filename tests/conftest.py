@@ -42,7 +42,7 @@ def _flush():
 # files are handed to the two workers longest first, so neither ends with a long file while the other idles. A file
 # missing here would run last (tests/unit/test_schedule.py fails on one).
 LAB_FILE_SECONDS = {
-    "tests/lab/faults/test_ready_rollback.py": 553,
+    "tests/lab/faults/test_ready_rollback.py": 520,
     "tests/lab/faults/test_ready_boot_lock.py": 249,
     "tests/lab/faults/test_fleet_roll.py": 210,
     "tests/lab/faults/test_failure_causes.py": 208,

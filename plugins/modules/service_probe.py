@@ -223,7 +223,11 @@ snapshot:
   type: dict
   sample: {exists: true, error: null}
 unit:
-  description: With O(unit), what M(blackwell.inference.unit_command) returns for it (null without O(unit)).
+  description:
+    - With O(unit), what M(blackwell.inference.unit_command) returns for it (null without O(unit)), and C(refusal) - why
+      systemd could not start the unit whatever the run changes (a drop-in's unit that is not there, a required
+      C(EnvironmentFile=) that is gone), C('') for none; C(playbooks/site.yml) refuses it under the lock on a run over one
+      host, before the first role changes anything.
   returned: always
   type: dict
   sample: {load_state: loaded, source: unit, argv: [/opt/sglang/current/bin/python, -m, sglang.launch_server], listen: {host: 0.0.0.0, port: 30000}}

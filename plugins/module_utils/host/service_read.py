@@ -127,9 +127,14 @@ def read_unit(run, given, boolean):
     kw["exclude"] = list(kw.get("exclude") or [])
     kw["command"] = [str(x) for x in kw.get("command") or []]
     try:
-        return unit_logic.read(run, **kw)
+        got = unit_logic.read(run, **kw)
     except unit_logic.UnitReadError as exc:
         raise ReadError(exc.msg, exc.result) from exc
+    # what systemd would refuse to start, whatever the run changes (a drop-in's missing unit, a required
+    # EnvironmentFile= that is gone): the play refuses it under the lock, before the first role changes anything
+    name = kw["unit"][: -len(".service")] if kw["unit"].endswith(".service") else kw["unit"]
+    got["refusal"] = unit_logic.dropin_refusal(got, "dropin" if kw["keep"] else "unit", name)
+    return got
 
 
 def gather_facts(module, run, given, known):

@@ -218,3 +218,44 @@ def test_the_reading_measures_in_the_worked_out_environment(tmp_path, monkeypatc
     (given,) = gathered
     assert given == {"nvidia_smi": "nvidia-smi", "environment": service_settings.probe_environment(**SERVICE_ENV)}
     assert got["blackwell_cuda"] == {"gpus": []} and options["facts"]["service_environment"] == SERVICE_ENV
+
+
+@pytest.mark.parametrize(
+    ("show", "keep", "files", "refusal"),
+    [
+        # a drop-in's unit that is not there
+        ("LoadState=not-found\nUser=\nFragmentPath=\nDropInPaths=\nUnitFileState=\nActiveState=inactive\n", True, {}, "needs an existing k26.service"),
+        # a unit whose required EnvironmentFile= is gone (issue 57 item 2): refused under the lock, before the first role
+        (
+            "LoadState=loaded\nUser=\nFragmentPath=/etc/systemd/system/k26.service\nDropInPaths=\nUnitFileState=enabled\nActiveState=active\n",
+            True,
+            {"/etc/systemd/system/k26.service": "[Service]\nEnvironmentFile=/etc/k26.env\nExecStart=/opt/v/bin/python -m sglang.launch_server\n"},
+            "k26.service requires EnvironmentFile=/etc/k26.env (set in /etc/systemd/system/k26.service), which is not there",
+        ),
+        (
+            "LoadState=loaded\nUser=\nFragmentPath=/etc/systemd/system/k26.service\nDropInPaths=\nUnitFileState=enabled\nActiveState=active\n",
+            False,
+            {"/etc/systemd/system/k26.service": "[Service]\nEnvironmentFile=-/etc/k26.env\nExecStart=/opt/v/bin/python -m sglang.launch_server\n"},
+            "",
+        ),
+    ],
+)
+def test_the_unit_reading_carries_what_systemd_would_refuse_to_start(monkeypatch, show, keep, files, refusal):
+    class Res:
+        def __init__(self, out):
+            self.rc, self.stdout, self.stderr, self.ok = 0, out, "", True
+
+        def as_dict(self):
+            return {"rc": 0, "stdout": self.stdout, "stderr": ""}
+
+    def read_text(path):
+        if path not in files:
+            raise FileNotFoundError(path)
+        return files[path]
+
+    real = sr.unit_logic.read
+    monkeypatch.setattr(
+        sr.unit_logic, "read", lambda run, **kw: real(run, read_text=read_text, exists=lambda p: True, is_dir=lambda p: True, host_ids={}, **kw)
+    )
+    got = sr.read_unit(lambda argv: Res(show), {"unit": "k26.service", "venv": "/opt/sglang/current", "keep": keep}, Module.boolean)
+    assert (got["refusal"] == "") if not refusal else got["refusal"].startswith(refusal) or refusal in got["refusal"], got["refusal"]
