@@ -243,7 +243,8 @@ def unit_props(unit):
 
 def serving(path):
     """After the service started: this boot's validated marker becomes serving (ready) once the unit's own process
-    answered, or not serving with the cause. Exits 1 when it did not answer; the service itself is never touched."""
+    answered and the judge (ready.judge) says READY, or not serving with the cause. Exits 1 when it is not; the service
+    itself is never touched."""
     with open(path) as fh:
         cfg = json.load(fh)
     service = cfg["service"]
@@ -257,11 +258,16 @@ def serving(path):
     if ready.pending(current, cfg["inputs"], service):  # a play wrote it meanwhile: the play's word stands
         print("%s: marker rewritten meanwhile; left as it is" % service, flush=True)
         return 0
-    marker = ready.after_answer(current, answered, why, now, service)
+    # the play's judge decides, over what the wait saw and when the answering process started
+    reading = {"marker": current, "current": current.get("inputs") == cfg["inputs"], "answer": {"answered": answered, "msg": why}}
+    verdict = ready.judge(dict(reading, started=ready.started_at(unit_props(service))))
+    ok = verdict["ready"]
+    why = why if ok or not answered else verdict["reason"]
+    marker = ready.after_answer(current, ok, why, now, service)
     write_marker(cfg["marker"], marker)
     write_textfile(cfg, marker)
-    print("%s: %s: %s (%s)" % (service, ready.word(answered), "serving" if answered else "not serving", why), flush=True)
-    return 0 if answered else 1
+    print("%s: %s: %s (%s)" % (service, ready.word(ok), "serving" if ok else "not serving", why), flush=True)
+    return 0 if ok else 1
 
 
 LOCK = "/run/blackwell-inference/play.lock"

@@ -256,3 +256,26 @@ def test_a_damaged_marker_does_not_stop_the_boot_validation(bv, tmp_path, monkey
     assert bv.main(path) == 0
     m = marker_of(cfg)
     assert m["phase"] == "validated" and m["ready"] is False and m["source"] == ready.BOOT_SOURCE % SERVICE, m
+
+
+@pytest.mark.parametrize(
+    ("answered", "started_offset", "phase", "reason"),
+    [
+        (True, 30, "serving", "answered after boot (sampled request answered 25 characters)"),
+        # an answer from a process that runs from before this boot's validation is not the validated state's
+        (True, -600, "not serving", "but the process that answers runs from before it"),
+        (False, 30, "not serving", "the service did not answer after boot: no answer after 600 s"),
+    ],
+)
+def test_the_boots_answer_check_is_the_judges(bv, tmp_path, monkeypatch, answered, started_offset, phase, reason):
+    path, cfg = settings(tmp_path)
+    validated = stamp(-60)
+    boot = dict(SERVING, ready=False, phase="validated", reason="kernel launched; waiting for the service to answer", time=validated)
+    bv.write_marker(cfg["marker"], dict(boot, source=ready.BOOT_SOURCE % SERVICE, validated_at=validated))
+    why = "sampled request answered 25 characters" if answered else "no answer after 600 s"
+    monkeypatch.setattr(bv.boot_serving, "wait", lambda cfg_, props: (answered, why))
+    start = "@%d" % (time.time() - 60 + started_offset)
+    bv.host.answers = lambda argv: (0, _props(start=start), "") if "ActiveState" in argv else None
+    assert bv.serving(path) == (0 if phase == "serving" else 1)
+    m = marker_of(cfg)
+    assert m["phase"] == phase and m["ready"] is (phase == "serving") and reason in m["reason"], m
