@@ -418,7 +418,8 @@ def test_current_is_the_role_result_from_the_marker():
     }
     assert vi.current(marker, "/opt/sglang", "0123456789abcdef", True)["matches_inputs"] is False
     # where current pointed before the run: the link a later refusal of the same run puts back (issue 57 item 3)
-    assert vi.current(marker, "/opt/sglang", "119f0a510a34ff5f", True, True, "/opt/sglang/venvs/0123456789abcdef")["previous"] == "/opt/sglang/venvs/0123456789abcdef"
+    before = "/opt/sglang/venvs/0123456789abcdef"
+    assert vi.current(marker, "/opt/sglang", "119f0a510a34ff5f", True, True, before)["previous"] == before
     # a build or a prune changes the role's result, only a moved link is a switch
     assert vi.current(marker, "/opt/sglang", "119f0a510a34ff5f", True)["switched"] is False
     assert vi.current(marker, "/opt/sglang", "119f0a510a34ff5f", True, True)["switched"] is True
