@@ -11,6 +11,7 @@ after a fresh image: it is not LAB_READ_ONLY.
 """
 
 import json
+import shlex
 
 from ..conftest import playbook
 from .test_faults import no_traceback
@@ -67,3 +68,28 @@ def test_an_operators_later_drop_in_is_not_ready_on_every_run_and_named(run):
     assert rc == 0 and "needs a validation of %s: marked not ready" % UNIT in out, out[-4000:]
     assert "READY" in _table_row(out) and "NOT READY" not in _table_row(out), out[-4000:]
     assert json.loads(run("cat %s" % MARKER))["ready"] is True
+
+
+MISSING = "/etc/systemd/system/sglang-k26.service.d/80-site-env.conf"
+
+
+def test_a_required_environment_file_that_is_gone_is_refused_before_any_change(run):
+    """Issue 57 item 2: an operator's drop-in requires an EnvironmentFile= named through a specifier (%n) that is not
+    there. systemd would refuse to start the unit ("unavailable resources"), so a run with a change that would restart
+    it is refused before anything, naming the file; the service keeps serving."""
+    pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
+    run("printf '%%s' %s > %s && systemctl daemon-reload" % (shlex.quote("[Service]\nEnvironmentFile=/etc/sglang/%n.env\n"), MISSING))
+    try:
+        # the fault hit: systemd itself lists the file, its specifier expanded, as required, and it is not there
+        wanted = "/etc/sglang/sglang-k26.service.env"
+        assert "%s (ignore_errors=no)" % wanted in run("systemctl show -p EnvironmentFiles --value %s" % UNIT)
+        assert run("test -e %s || echo gone" % wanted).strip() == "gone"
+        rc, out, recap = playbook(extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}})  # a change that would restart
+        no_traceback(out)
+        named = "sglang-k26.service requires EnvironmentFile=%s (set in %s), which is not there" % (wanted, MISSING)
+        assert rc != 0 and named in " ".join(out.split()), out[-4000:]
+        assert recap.get("changed", 0) == 0 and "needs a validation" not in out, out[-4000:]
+        assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid
+        assert json.loads(run("cat %s" % MARKER))["ready"] is True
+    finally:
+        run("rm -f %s && systemctl daemon-reload" % MISSING)
