@@ -62,13 +62,15 @@ class ActionModule(ActionBase):
                 return dict(got, msg="reading the service's files for the fingerprint: %s" % got.get("msg", "failed"))
             checksums = got.get("checksums")
         out = plan.fingerprint(
-            a.get("marker"), a.get("facts"), a.get("cuda_home"), a.get("env"), a.get("venv_target"), a.get("archs"), checksums, a.get("policy")
+            a.get("marker"), a.get("facts"), a.get("cuda_home"), a.get("env"), a.get("venv_target"), a.get("archs"), checksums, a.get("policy"), a.get("look")
         )
         out["read"] = read
         # why this run validates again ('' for no reason); never while another file of the unit overrides what the role
         # set (`foreign`: the summary names that file)
         out["why"] = ready.revalidation(out["need"], **{k: bool(a.get(k)) for k in REVALIDATION})
         out["revalidate"] = out["why"] != "" and a.get("foreign") is None
+        # confirmed instead (tasks/confirm.yml): nothing of this run asks for a validation, and nothing overrides the role
+        out["resume"] = bool(out["need"].get("resume")) and out["why"] == "" and a.get("foreign") is None
         document = a.get("settings")
         if document is not None:
             entry = settings_entry(a.get("settings_path"), dict(document, inputs=out["digest"], vouched=out["inputs"]))

@@ -67,6 +67,13 @@ options:
   observed:
     description: C(fingerprint) - the preflight's observation of the role's paths (service_probe's C(observed)).
     type: dict
+  look:
+    description:
+      - C(fingerprint) - the preflight's look at the service (service_probe's C(health)). A validation that passed, which the
+        play never saw serve, and which the look finds answered by the unit's own process started after it, is confirmed
+        instead of validated again (RV(resume)).
+    type: dict
+    version_added: 0.4.0
   reread:
     description: C(fingerprint) - a fingerprinted file was written since the observation (the secrets file), so they are read.
     type: bool
@@ -242,10 +249,19 @@ digest:
   returned: step is fingerprint
   type: str
 need:
-  description: C(fingerprint) - whether the host needs a validation against its marker, and why.
+  description:
+    - C(fingerprint) - whether the host needs a validation against its marker, and why; C(current) and C(stale) -
+      whether the marker vouches for the current inputs; C(resume) and C(reason) - a validation the look found served.
   returned: step is fingerprint
   type: dict
-  sample: {needed: true, why: "validated inputs differ from the current ones (toolkit)"}
+  sample: {needed: true, why: "validated inputs differ from the current ones (toolkit)", current: false, stale: "validated inputs differ"}
+resume:
+  description:
+    - C(fingerprint) - this run confirms the marker's validation instead of validating again (O(look) found it served
+      by the unit's own process, and nothing of this run asks for a validation).
+  returned: step is fingerprint
+  type: bool
+  version_added: 0.4.0
 read:
   description: C(fingerprint) - the fingerprinted files were read on the host.
   returned: step is fingerprint
@@ -352,6 +368,7 @@ ARGUMENT_SPEC = {
     "files": {"type": "list", "elements": "str"},
     "written": {"type": "dict"},
     "observed": {"type": "dict"},
+    "look": {"type": "dict"},
     "reread": {"type": "bool", "default": False},
     "store": {"type": "path"},
     "keyed": {"type": "dict", "no_log": False},  # the key file's path and the files' paths, no secret

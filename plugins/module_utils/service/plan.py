@@ -307,15 +307,20 @@ def fingerprint_checksums(files, written, observed, reread=False):
     return {path: written[path] if path in written else seen[path] for path in files}
 
 
-def fingerprint(marker, facts, cuda_home, env, venv_target, archs, files=None, policy=None):
+def fingerprint(marker, facts, cuda_home, env, venv_target, archs, files=None, policy=None, look=None):
     """What a validation vouches for and whether this host needs one, worked out once: {inputs (sglang_service.inputs),
     digest (their fingerprint), need ({needed, why}: ready.needs_validation against the ready marker; current, stale:
-    ready.inputs_current, whether the marker vouches for these inputs, which the judge reads)}."""
+    ready.inputs_current, whether the marker vouches for these inputs, which the judge reads; resume and reason: the
+    look given finds a validation the play never saw serve answered by the unit's own process: ready.resumable)}."""
     vouched = sglang_service.inputs(facts, cuda_home, env, venv_target, archs, files, policy)
     digest = sglang_service.inputs_digest(vouched)
     needed, why = ready.needs_validation(marker, digest, vouched)
     current, stale = ready.inputs_current(marker, digest, vouched)
-    return {"inputs": vouched, "digest": digest, "need": {"needed": needed, "why": why, "current": current, "stale": stale}}
+    need = {"needed": needed, "why": why, "current": current, "stale": stale}
+    # a validation that passed, which the preflight's look finds served by the unit's own process: confirmed, not redone
+    if look is not None and ready.resumable(marker, current, look):
+        need.update(needed=False, why="validated for the current inputs and answering", resume=True, reason=ready.confirmed_reason(marker))
+    return {"inputs": vouched, "digest": digest, "need": need}
 
 
 def unit_plan(unit, checked=None, mode=None, name=None, user=None, health_path="/health", sample_path="", sample_request=None):

@@ -126,6 +126,25 @@ def needs_validation(marker, digest, vouched=None):
     return False, "ready for the current inputs" if marker.get("ready") else "validated for the current inputs, not restarted"
 
 
+def resumable(marker, current, look):
+    """Whether a run confirms a validation instead of validating again: it passed for the current inputs (current), the
+    play never saw it serve (phase validated: a run killed in its health wait, a boot's validation; not serving: a slow
+    boot), and the preflight's look (service_probe's `health`) finds the unit's own process answering, started after
+    that validation (judge). The run then keeps this state as the last good one and marks it serving, and a restart of
+    a healthy service is spared (issue 57 item 5)."""
+    marker = marker or {}
+    if marker.get("ready") or marker.get("phase") not in ("validated", "not serving") or not current or not look:
+        return False
+    if look.get("not_looked") or not look.get("stands"):
+        return False
+    return judge({"marker": marker, "current": True, "answer": look})["ready"]
+
+
+def confirmed_reason(marker):
+    """The reason a confirmed validation's marker gives: the validation's own, and that a run saw it answer."""
+    return "%s; answered (confirmed by a run)" % _first((marker or {}).get("reason"))
+
+
 def revalidation(need, toolkit_installed=False, venv_switched=False, units_changed=False, runtime_changed=False):
     """Why the service is validated again in this run ('' when it is not): the toolkit role installed in this run,
     the marker does not vouch for the current inputs (need: needs_validation's {needed, why}), the venv role switched

@@ -139,7 +139,8 @@ def test_health_failure_puts_every_file_and_the_venv_back_and_prune_keeps_the_la
     assert rc == 0 and "Remove the JIT workspaces of venvs that are gone" in out, out[-4000:]
     assert run("ls /var/cache/sglang/jit").split() == [os.path.basename(good)]
     assert run("test -e %s/.cache/flashinfer/0.7.4/120a/cached_ops/sampling/sampling.so && echo warm" % ws_good).strip() == "warm"
-    # (a rerun of a host marked not ready revalidates and is READY: test_play_killed_after_the_restart_then_the_next_run_is_ready)
+    # (a rerun of a host marked not ready revalidates and is READY: test_ready_boot_lock.py's killed play, and
+    # test_foreign_dropin.py once the operator's file is gone)
     # the last good state is whole after the prune: its snapshot, and its venv that the link can go back to (the rollback
     # onto it is the first half of this test)
     nothing_lost(run, m0["last_good"])
@@ -214,9 +215,18 @@ def test_play_killed_after_the_restart_then_the_next_run_is_ready(run):
     wait_for_health(run)  # it serves, but no run saw it answer: not ready until one does
     verify_says_not_ready("not validated")
     nothing_lost(run, m0["last_good"])
+    assert run("systemctl is-active sglang-k26-rollback.timer || true").strip() == "active"  # the killed run's, armed
+    new_pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
+    # issue 57 item 5: the next run finds the validation served by the unit's own process, started after it, and
+    # confirms it (the last good state, the marker, the armed rollback stopped) instead of restarting a healthy service
     rc, out, _recap = playbook("--tags", "sglang_service", extra_vars=NCCL)
-    assert rc == 0 and "needs a validation of sglang-k26.service: marked not ready" in out and "state: validated and serving" in out, out[-4000:]
-    assert marker(run)["phase"] == "serving"
+    assert rc == 0 and "state: validated and serving" in out and "needs a validation" not in out, out[-4000:]
+    assert "Confirm a validation the service now serves" in out and "Disarm the host's own rollback (this run confirms" in out, out[-4000:]
+    assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == new_pid  # not restarted
+    m = marker(run)
+    assert m["phase"] == "serving" and m["reason"].endswith("answered (confirmed by a run)"), m
+    assert m["last_good"]["inputs"] == m["inputs"] != m0["inputs"], m  # this state is the last good one now
+    assert run("systemctl is-active sglang-k26-rollback.timer || true").strip() == "inactive"
 
 
 def test_play_killed_during_the_health_wait_of_a_state_that_never_answers_is_rolled_back_by_the_host(run):

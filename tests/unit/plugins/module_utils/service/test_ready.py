@@ -478,3 +478,31 @@ def test_the_armed_rollback_does_nothing_once_the_play_confirmed_and_otherwise_m
     assert (got["ready"], got["phase"], got["reason"], got["source"]) == (False, "failed", "put back", "armed rollback (sglang-k26.service)")
     assert got["last_good"] == {"venv": "/v/a"} and got["inputs"] == "d1"
     assert ready.needs_validation(got, "d1")[0] is True  # the next run validates again
+
+
+# issue 57 item 5: a validation the play never saw serve, which the preflight's look finds served, is confirmed by the
+# next run instead of validated again (no restart of a healthy service)
+LOOK_OWN = dict(OWN, stands=True)
+
+
+@pytest.mark.parametrize(
+    ("marker", "current", "look", "resume"),
+    [
+        (BOOT_MARKER, True, LOOK_OWN, True),  # a boot's validation, answered before its answer check wrote it
+        (SLOW_BOOT_MARKER, True, LOOK_OWN, True),  # a slow boot's, answering now
+        (dict(BOOT_MARKER, source="ansible"), True, LOOK_OWN, True),  # a run killed in its health wait, the service up
+        (dict(BOOT_MARKER, source="ansible"), True, dict(LOOK_OWN, unit_state={"ExecMainStartTimestamp": "@1796637000"}), False),  # killed before its restart
+        (BOOT_MARKER, False, LOOK_OWN, False),  # other inputs now: validate again
+        (BOOT_MARKER, True, dict(LOOK_OWN, stands=False), False),  # its sampled request failed
+        (BOOT_MARKER, True, {"stands": False, "not_looked": "the venv link points at b"}, False),
+        (BOOT_MARKER, True, None, False),
+        (SERVING_MARKER, True, LOOK_OWN, False),  # nothing to confirm
+        (dict(SERVING_MARKER, ready=False, phase="failed"), True, LOOK_OWN, False),  # a failed validation is redone
+    ],
+)
+def test_a_run_confirms_a_validation_its_service_serves(marker, current, look, resume):
+    assert ready.resumable(marker, current, look) is resume
+    if resume:
+        assert ready.confirmed_reason(marker) == "kernel launched (max_error=0); answered (confirmed by a run)" or "did not answer" in ready.confirmed_reason(
+            marker
+        )

@@ -637,3 +637,19 @@ def test_a_kept_command_is_written_verbatim_for_systemd_to_expand():
     assert '"$${PORT}"' in ss.systemd_value(argv, "ExecStart") and '"/models/%%i"' in ss.systemd_value(argv, "ExecStart")
     with pytest.raises(ValueError, match="holds a"):
         ss.systemd_value(["$PY", "-m", "x"], "ExecStart kept")
+
+
+def test_the_fingerprint_confirms_a_served_validation_instead_of_redoing_it():
+    args = (CT200_FACTS, "/usr/local/cuda-13.0", {"CUDA_HOME": "/usr/local/cuda-13.0"}, "/opt/sglang/venvs/a", "12.0a")
+    digest = service_plan.fingerprint(None, *args)["digest"]
+    boot = {
+        "ready": False,
+        "phase": "validated",
+        "reason": "compiled; waiting for the service to answer",
+        "inputs": digest,
+        "validated_at": "2026-12-07T10:00:00Z",
+    }
+    look = {"stands": True, "answered": True, "status": 200, "unit_state": {"ExecMainStartTimestamp": "@1796637660"}}
+    got = service_plan.fingerprint(boot, *args, look=look)["need"]
+    assert got["needed"] is False and got["resume"] is True and got["reason"] == "compiled; answered (confirmed by a run)", got
+    assert service_plan.fingerprint(boot, *args)["need"]["needed"] is True  # without a look: validated again, as before
