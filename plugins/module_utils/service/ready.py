@@ -17,12 +17,11 @@ file on the host (copied into its package tree): stdlib and module_utils/common 
 from __future__ import annotations
 
 import calendar
-import hashlib
-import hmac
 import json
 import re
 import time
 
+from ansible_collections.blackwell.inference.plugins.module_utils.common import secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.common.values import is_true
 
 READY = "READY"
@@ -400,11 +399,10 @@ def judge(reading):
     return _r(True, SERVING, reason or "")
 
 
-def readiness(marker, need, health, live=None, foreign=None, started=None, marker_damage=None):
+def readiness(marker, need, health, live=None, foreign=None, marker_damage=None):
     """judge() over the play's registrations: the marker as it is, the fingerprint's need ({needed, why, current,
     stale}: needs_validation and inputs_current), the health that counts now (service_health's result or the
-    preflight's look), a live smoke's verdict and foreign. started: the unit's start (started_at), else the health's
-    unit_state says."""
+    preflight's look: its unit_state says when the unit started), a live smoke's verdict and foreign."""
     need, health = need or {}, health or {}
     current = need.get("current")
     if current is None:  # a need without the inputs' own verdict: needed for any reason is not current
@@ -416,14 +414,10 @@ def readiness(marker, need, health, live=None, foreign=None, started=None, marke
             "current": current,
             "stale": need.get("stale") or need.get("why"),
             "answer": health,
-            "started": started,
             "live": live,
             "foreign": foreign,
         }
     )
-
-
-KEYED_PREFIX = "hmac-sha256:"  # common/secrets.py keyed: the secrets file's fingerprint under the host's key
 
 
 def file_drift(files, sha256_of, key=None):
@@ -438,10 +432,10 @@ def file_drift(files, sha256_of, key=None):
             continue
         if got is None:
             return "%s is gone since the validation" % path
-        if str(want).startswith(KEYED_PREFIX):
+        if str(want).startswith(secrets.KEYED_PREFIX):
             if key is None:
                 continue
-            got = KEYED_PREFIX + hmac.new(key, str(got).encode("ascii"), hashlib.sha256).hexdigest()
+            got = secrets.keyed(key, got)
         if got != want:
             return "%s changed since the validation" % path
     return None

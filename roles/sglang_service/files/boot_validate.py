@@ -29,7 +29,6 @@ Usage: boot_validate.py SETTINGS.json | boot_validate.py --serving SETTINGS.json
 """
 
 import datetime
-import hashlib
 import json
 import os
 import pwd
@@ -42,6 +41,7 @@ import time
 # the role puts the collection's module_utils it needs in a package tree beside this file (a regular package first on
 # the path: an ansible_collections elsewhere on the host does not shadow it)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ansible_collections.blackwell.inference.plugins.module_utils.common import secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.flashinfer import jit_smoke
 from ansible_collections.blackwell.inference.plugins.module_utils.service import boot_serving, ready, snapshot, snapshot_store, textfile
 
@@ -276,20 +276,18 @@ LOCK_STALE_AFTER = 7200
 
 
 def sha256_of(path):
+    """What a vouched file holds now (the snapshot store's own reading), None when it is absent."""
     try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
-    except FileNotFoundError:
-        return None
-    except OSError:
+        return snapshot_store.file_state(path).get("sha256")
+    except (OSError, ValueError):
         return "unreadable"
 
 
 def digest_key(path):
+    """The host's key for the secrets file's keyed digest (common/secrets.py), None when it cannot be had."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError:
+        return secrets.digest_key(path)
+    except (OSError, ValueError):
         return None
 
 
@@ -311,7 +309,7 @@ def check(path):
             return 0
     except OSError:
         pass  # no play at work
-    ready_unit = service[: -len(".service")] + "-ready.service" if service.endswith(".service") else service + "-ready.service"
+    ready_unit = sibling(service, "-ready.service")
     if unit_sub_state(ready_unit) == "running":
         print("%s: %s still waits for the answer after a start; not checked" % (service, ready_unit), flush=True)
         return 0
@@ -341,8 +339,9 @@ def check(path):
     return 0
 
 
-def rollback_unit(service):
-    return (service[: -len(".service")] if service.endswith(".service") else service) + "-rollback"
+def sibling(service, suffix):
+    """The name of one of the role's units beside the service's: sglang-k26.service -> sglang-k26<suffix>."""
+    return (service[: -len(".service")] if service.endswith(".service") else service) + suffix
 
 
 def arm(path):
@@ -350,7 +349,7 @@ def arm(path):
     armed by an earlier play is replaced)."""
     with open(path) as fh:
         cfg = json.load(fh)
-    unit = rollback_unit(cfg["service"])
+    unit = sibling(cfg["service"], "-rollback")
     for argv in (["systemctl", "stop", unit + ".timer", unit + ".service"], ["systemctl", "reset-failed", unit + ".timer", unit + ".service"]):
         run(argv, 60)  # none there: nothing to stop
     armed_at = int(time.time())
@@ -381,7 +380,7 @@ def disarm(path):
     """The timer stopped: the play confirmed the restart. Says whether it was still armed, or had fired already."""
     with open(path) as fh:
         cfg = json.load(fh)
-    unit = rollback_unit(cfg["service"])
+    unit = sibling(cfg["service"], "-rollback")
     rc, out, _err, _secs = run(["systemctl", "show", unit + ".timer", unit + ".service", "-p", "ActiveState", "--value"], 30)
     states = out.split() if rc == 0 else []
     run(["systemctl", "stop", unit + ".timer"], 60)

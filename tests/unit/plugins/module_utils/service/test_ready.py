@@ -457,7 +457,7 @@ def test_file_drift_names_the_first_file_that_changed():
     key = b"k" * 32
     unit, dropin, secrets, gone = "/etc/systemd/system/a.service", "/etc/systemd/system/a.service.d/50.conf", "/etc/bi/a.secrets.env", "/etc/none"
     holds = {unit: "1" * 64, dropin: "2" * 64, secrets: "3" * 64}
-    keyed = ready.KEYED_PREFIX + hmac.new(key, ("3" * 64).encode(), hashlib.sha256).hexdigest()
+    keyed = "hmac-sha256:" + hmac.new(key, ("3" * 64).encode(), hashlib.sha256).hexdigest()
     files = {unit: "1" * 64, dropin: "2" * 64, secrets: keyed, gone: None}
     assert ready.file_drift(files, holds.get, key) is None
     assert ready.file_drift(files, dict(holds, **{dropin: "9" * 64}).get, key) == dropin + " changed since the validation"
