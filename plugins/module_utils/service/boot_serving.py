@@ -72,10 +72,11 @@ def wait(cfg, unit_props, clock=time.monotonic, sleep=time.sleep, asker=ask, own
         sleep(2)
 
 
-def look(cfg, props, asker=ask, owners=socket_owner.owners):
-    """One look for the check timer, no wait and no sampled request (SGLang's /health generates a token itself):
-    {answered, status, msg, not_the_unit} as ready.answer_of_unit reads it. An answer counts from a process in the
-    unit's cgroup listening where the check asks."""
+def look(cfg, props, asker=ask, owners=socket_owner.owners, sample=False):
+    """One look for the check timer, no wait: {answered, status, msg, not_the_unit, sample} as ready.answer_of_unit
+    reads it. An answer counts from a process in the unit's cgroup listening where the check asks. The sampled request
+    only with `sample` (a look that may mark the service ready: READY needs it, as after a start); a look at a service
+    already ready asks /health alone (SGLang's /health generates a token itself)."""
     if props.get("ActiveState") != "active":
         return {
             "answered": False,
@@ -92,4 +93,11 @@ def look(cfg, props, asker=ask, owners=socket_owner.owners):
             "not_the_unit": None,
         }
     ok, other = socket_owner.answer_verdict(cfg["health_url"], props, owners_of=owners)
-    return {"answered": ok, "status": status, "msg": "" if ok else other, "not_the_unit": None if ok else other}
+    got = {"answered": ok, "status": status, "msg": "" if ok else other, "not_the_unit": None if ok else other, "sample": None}
+    if ok and sample and cfg.get("sample_url"):
+        status, text = asker(cfg["sample_url"], int(cfg.get("sample_timeout") or 300), cfg.get("sample_body") or {})
+        fine, detail = service_health.sample_result(status, text)
+        got["sample"] = {"ok": fine, "detail": detail}
+        if not fine:
+            got["msg"] = "answered %s, but its sampled request failed: %s" % (cfg["health_url"], detail)
+    return got

@@ -315,7 +315,9 @@ def check(path):
         return 0
     marker, damage = read_marker_text(cfg["marker"])
     props = unit_props(service)
-    answer = boot_serving.look(cfg, props)
+    # the sampled request too when this look may mark the service ready (a passed validation not marked so yet)
+    promoting = bool(marker) and marker.get("ready") is not True and ready.validation_passed(marker)
+    answer = boot_serving.look(cfg, props, sample=promoting)
     vouched = (marker or {}).get("vouched") or {}
     drift = ready.file_drift(vouched.get("files"), sha256_of, digest_key(cfg["digest_key"]) if cfg.get("digest_key") else None) if marker else None
     current = bool(marker) and marker.get("inputs") == cfg["inputs"]

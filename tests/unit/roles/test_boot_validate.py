@@ -211,7 +211,7 @@ def test_the_checks_look_turns_the_marker(bv, tmp_path, monkeypatch, marker, act
     written = dict(marker, time=stamp(-120), validated_at=stamp(-120))
     bv.write_marker(cfg["marker"], written)
     bv.host.answers = lambda argv: (0, _props(active), "") if "ActiveState" in argv else (0, "exited\n", "")
-    monkeypatch.setattr(bv.boot_serving, "look", lambda cfg_, props, asker=None, owners=None: _look(cfg_, props, status))
+    monkeypatch.setattr(bv.boot_serving, "look", lambda cfg_, props, asker=None, owners=None, sample=False: _look(cfg_, props, status, sample))
     assert bv.check(path) == 0
     m = marker_of(cfg)
     assert m["phase"] == phase and m["ready"] is is_ready, m
@@ -220,10 +220,26 @@ def test_the_checks_look_turns_the_marker(bv, tmp_path, monkeypatch, marker, act
     assert "last_check_timestamp_seconds" in read(tmp_path / "textfile" / "blackwell_inference_sglang-k26.prom")
 
 
-def _look(cfg, props, status):
-    """boot_serving's own look, its HTTP answer and the port's owner (the unit's process) from the table."""
+SAMPLED = (200, json.dumps({"text": " Paris", "meta_info": {"id": "x"}}))
+
+
+def _look(cfg, props, status, sample=False, sampled=SAMPLED):
+    """boot_serving's own look, its HTTP answers and the port's owner (the unit's process) from the table."""
     mine = [{"pid": 812, "cgroups": ["/system.slice/" + SERVICE]}]
-    return LOOK(cfg, props, lambda url, timeout: (status, ""), lambda port, host=None: mine)
+    cfg = dict(cfg, sample_url="http://127.0.0.1:30000/generate", sample_body={"text": "x"})
+    return LOOK(cfg, props, lambda url, timeout, body=None: sampled if body is not None else (status, ""), lambda port, host=None: mine, sample)
+
+
+def test_the_check_marks_a_service_ready_only_when_its_sampled_request_succeeds(bv, tmp_path, monkeypatch):
+    path, cfg = settings(tmp_path)
+    slow = dict(SERVING, ready=False, phase="not serving", reason="the service did not answer after boot", time=stamp(-120))
+    bv.write_marker(cfg["marker"], slow)
+    bv.host.answers = lambda argv: (0, _props(), "") if "ActiveState" in argv else (0, "exited\n", "")
+    failing = (500, json.dumps({"error": {"message": "sampling kernel failed"}}))
+    monkeypatch.setattr(bv.boot_serving, "look", lambda cfg_, props, asker=None, owners=None, sample=False: _look(cfg_, props, 200, sample, failing))
+    assert bv.check(path) == 0
+    m = marker_of(cfg)
+    assert m["phase"] == "not serving" and m["ready"] is False and m["source"] == "ansible", m  # /health alone is not READY
 
 
 def test_the_check_names_a_vouched_file_that_changed(bv, tmp_path, monkeypatch):
@@ -234,7 +250,7 @@ def test_the_check_names_a_vouched_file_that_changed(bv, tmp_path, monkeypatch):
     vouched = {"files": {dropin: "0" * 64}}
     bv.write_marker(cfg["marker"], dict(SERVING, time=stamp(-120), vouched=vouched))
     bv.host.answers = lambda argv: (0, _props(), "") if "ActiveState" in argv else (0, "exited\n", "")
-    monkeypatch.setattr(bv.boot_serving, "look", lambda cfg_, props, asker=None, owners=None: _look(cfg_, props, 200))
+    monkeypatch.setattr(bv.boot_serving, "look", lambda cfg_, props, asker=None, owners=None, sample=False: _look(cfg_, props, 200, sample))
     assert bv.check(path) == 0
     m = marker_of(cfg)
     assert m["phase"] == "overridden" and m["ready"] is False and m["reason"] == dropin + " changed since the validation", m
