@@ -63,4 +63,8 @@ class ActionModule(ActionBase):
                 result["plan"] = preflight_plan(result, planning)
             except ValueError as exc:  # e.g. sglang_service_environment sets a key the plan derives
                 return dict(result, failed=True, msg=str(exc))
+            # an open port with no key (issue 58 item 6): a warning on every run, unless the role refuses it (facts.yml)
+            if result["plan"]["exposure"] and not result["plan"]["exposure_refusal"]:
+                name = (task_vars or {}).get("inventory_hostname", "?")
+                result.setdefault("warnings", []).append("%s: %s.service: %s" % (name, planning.get("name"), result["plan"]["exposure"]))
         return result

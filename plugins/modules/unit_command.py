@@ -59,6 +59,26 @@ options:
         refusal of the M(blackwell.inference.sglang_service) role (the unit's name is O(unit) without C(.service)).
     type: str
     choices: [unit, dropin]
+  show:
+    description:
+      - Further keys whose values an C(EnvironmentFile=) shows in RV(environment_files), beside those CUDA and
+        FlashInfer read - the keys the role itself sets, whose values are public in its drop-in.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.4.0
+  digest_key:
+    description:
+      - The host's digest key file (root's alone). The values of C(EnvironmentFile=) that are not shown are digested as
+        an HMAC-SHA256 under it (C(hmac-sha256:...)), never as a plain sha256 anyone could test guesses against.
+      - Without it they are digested as C(sha256:...); the role always gives it.
+    type: path
+    version_added: 0.4.0
+  digest_key_create:
+    description: Make O(digest_key) (random, 0600) when the host has none yet.
+    type: bool
+    default: false
+    version_added: 0.4.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - blackwell.inference.attributes
@@ -77,7 +97,8 @@ RETURN = r"""
 dropin_refusal:
   description:
     - With O(mode), why the unit cannot be started as it is, C('') when it can - a drop-in's unit that systemd has not
-      loaded, or a required C(EnvironmentFile=) of its files that is not there (systemd would refuse to start it).
+      loaded, a required C(EnvironmentFile=) of its files that is not there (systemd would refuse to start it), or an
+      C(EnvironmentFile=) that an account other than root may write (its values would reach what the role runs as root).
   returned: when O(mode) is given
   type: str
   sample: ""
@@ -157,7 +178,8 @@ environment_steps:
 environment_files:
   description: >-
     What each C(EnvironmentFile=) of those files sets, C({path: {key: {value, digest}}}); the value only for the keys
-    CUDA and FlashInfer read (an environment file may hold secrets), the sha256 of every value. The paths have their
+    CUDA and FlashInfer read and those in O(show) (an environment file may hold secrets), the digest of every value
+    (C(hmac-sha256:...) under O(digest_key), else C(sha256:...)). The paths have their
     specifiers expanded (C(%i), C(%n), C(%H), ...) as systemd does; a glob is read as the files it matches, in order.
   returned: always
   type: dict
@@ -168,11 +190,25 @@ missing_env_files:
   elements: dict
   sample: [{path: /etc/sglang/k26.env, file: /etc/systemd/system/sglang@.service}]
   version_added: 0.4.0
+exposure:
+  description:
+    - Why the command (RV(argv)) serves beyond loopback with no API key - it binds an address others may reach and has
+      no C(--api-key) - or C('') when it does not.
+  returned: always
+  type: str
+  version_added: 0.4.0
+writable_env_files:
+  description: The C(EnvironmentFile=) files that an account other than root may write, each with the unit file naming it.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{path: /etc/sglang/k26.env, file: /etc/systemd/system/sglang-k26.service}]
+  version_added: 0.4.0
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.blackwell.inference.plugins.module_utils.common import commands
+from ansible_collections.blackwell.inference.plugins.module_utils.common import commands, secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as logic
 
 
@@ -187,15 +223,27 @@ def main():
             port=dict(type="int", default=30000),
             keep=dict(type="bool", default=True),
             mode=dict(type="str", choices=["unit", "dropin"]),
+            show=dict(type="list", elements="str", default=[]),
+            digest_key=dict(type="path", no_log=False),
+            digest_key_create=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     params = dict(module.params)
     mode = params.pop("mode")
+    key_path, create = params.pop("digest_key"), params.pop("digest_key_create")
+    digest = logic.plain_digest
+    if key_path:
+        try:
+            digest = logic.keyed_digest(secrets.digest_key(key_path, create and not module.check_mode))
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg="digest_key: %s" % exc)
     try:
-        result = logic.read(commands.module_runner(module), **params)
+        result = logic.read(commands.module_runner(module), digest=digest, **params)
     except logic.UnitReadError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
+    # served beyond loopback with no API key: the role warns of it, or refuses it (sglang_service_require_api_key)
+    result["exposure"] = logic.exposure(result.get("argv"), result.get("listen"))
     if mode:
         unit = params["unit"]
         result["dropin_refusal"] = logic.dropin_refusal(result, mode, unit[: -len(".service")] if unit.endswith(".service") else unit)

@@ -14,8 +14,12 @@ import datetime
 import os
 import re
 import shlex
+import stat
 
 LOG_DIR = "/var/log/blackwell-inference"
+# the logs kept under LOG_DIR: the newest KEEP_LOGS, and no more than KEEP_BYTES in all (prune, after each new one)
+KEEP_LOGS = 200
+KEEP_BYTES = 64 * 1024 * 1024
 MAX_LINES = 40
 MAX_CHARS = 4096
 CAUSE_CHARS = 300
@@ -165,8 +169,42 @@ def write_log(name, text, log_dir=LOG_DIR):
         with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as fh:
             os.fchmod(fd, 0o640)
             fh.write(text)
+        prune(log_dir, keep=path)
         return path
     raise FileExistsError("no free log name for %s in %s" % (name, log_dir))
+
+
+def prune(log_dir, keep=None, max_logs=None, max_bytes=None):
+    """Remove the oldest logs of log_dir (plain *.log files, by modification time) beyond the newest max_logs, and
+    beyond max_bytes in all; never `keep` (the one just written). The removed paths; a file that vanishes or cannot be
+    removed meanwhile is left to the next call. Caps: KEEP_LOGS and KEEP_BYTES unless given."""
+    max_logs = KEEP_LOGS if max_logs is None else max_logs
+    max_bytes = KEEP_BYTES if max_bytes is None else max_bytes
+    found = []
+    try:
+        names = os.listdir(log_dir)
+    except OSError:
+        return []
+    for name in names:
+        path = os.path.join(log_dir, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if name.endswith(".log") and stat.S_ISREG(st.st_mode):
+            found.append((st.st_mtime, path, st.st_size))
+    found.sort(reverse=True)  # newest first
+    removed, total = [], 0
+    for n, (_mtime, path, size) in enumerate(found):
+        total += size
+        if path == keep or (n < max_logs and total <= max_bytes):
+            continue
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except OSError:
+            continue
+    return removed
 
 
 def report(module, step, failure, output=None, kept=None, unit=None, log_dir=LOG_DIR, now=None):

@@ -19,7 +19,7 @@ from ansible_collections.blackwell.inference.plugins.module_utils.service import
 from ansible_collections.blackwell.inference.plugins.module_utils.service import settings as service_settings
 from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as unit_logic
 
-UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep")
+UNIT_OPTIONS = ("unit", "venv", "exclude", "command", "host", "port", "keep", "show")
 FACTS_OPTIONS = ("nvidia_smi", "environment", "venv", "venv_optional", "toolkit_root", "proc_devices")
 # facts.service_environment: what the environment FlashInfer is measured in is worked out from (service_environment())
 SERVICE_ENVIRONMENT_OPTIONS = ("environment", "cuda_home", "venv", "arch_list")
@@ -54,7 +54,10 @@ def read(module, run, p):
     # the service looked at (each waits on its commands or the service's answer)
     given = service_environment(p["facts"]) if p["facts"] is not None else None
     facts = commands.aside(gather_facts, commands.Quiet(module), run, given, FACTS_OPTIONS) if given is not None else None
-    out = {"unit": read_unit(run, p["unit"], module.boolean) if p["unit"] is not None else None}
+    # the host's key first: the values of the unit's environment files are digested under it, never plainly
+    key = host_key(p["keyed"], module.boolean)
+    digest = unit_logic.keyed_digest(key) if p["keyed"] else unit_logic.plain_digest
+    out = {"unit": read_unit(run, p["unit"], module.boolean, digest) if p["unit"] is not None else None}
     marker, marker_error = service_probe.read_marker(p["marker"])
     out["health"] = look(module, p["health"], (out["unit"] or {}).get("listen"), marker) if p["health"] is not None else None
     if facts is not None:
@@ -74,7 +77,7 @@ def read(module, run, p):
         nvcc={"path": nvcc, "exists": os.path.exists(nvcc)},
         gone_venv_links=service_probe.gone_venv_links(p["jit_dir"]),
         snapshot=snapshot,
-        observed=observe(p["observe"], p["keyed"], module.boolean),
+        observed=observe(p["observe"], p["keyed"], key),
         commands_run=list(run.calls),
         **out,
     )
@@ -99,26 +102,36 @@ def service_environment(given):
     return given
 
 
-def observe(patterns, keyed, boolean):
-    """files.observe_all of patterns; the secret files of `keyed` with their keyed digest instead of their sha256."""
-    observed = files.observe_all(patterns)
+def host_key(keyed, boolean):
+    """The host's digest key (bytes) that `keyed` names, made when absent with keyed.create; None without `keyed`, or
+    while the host has none (a check-mode run before the first real one)."""
     if not keyed:
-        return observed
+        return None
     kw = options("keyed", keyed, KEYED_OPTIONS)
     if not kw.get("key"):
         raise ReadError("keyed: needs key (the host's digest key file)")
     try:
-        key = secrets.digest_key(str(kw["key"]), boolean(kw.get("create", False)))
+        return secrets.digest_key(str(kw["key"]), boolean(kw.get("create", False)))
     except (OSError, ValueError) as exc:
         raise ReadError("keyed: %s" % exc) from exc
-    return secrets.keyed_observations(observed, [str(x) for x in kw.get("paths") or []], key)
+
+
+def observe(patterns, keyed, key):
+    """files.observe_all of patterns; the secret files of `keyed` with their keyed digest under `key` (host_key) instead
+    of their sha256."""
+    observed = files.observe_all(patterns)
+    if not keyed:
+        return observed
+    return secrets.keyed_observations(observed, [str(x) for x in keyed.get("paths") or []], key)
 
 
 def options(name, given, known):
     return cuda_measure.suboptions(name, given, known, error=ReadError)
 
 
-def read_unit(run, given, boolean):
+def read_unit(run, given, boolean, digest=unit_logic.plain_digest):
+    """The unit (service/unit.py read) with its refusal; digest: how the values of its environment files that are not
+    shown are digested (unit_logic.keyed_digest under the host's key in a reading)."""
     kw = options("unit", given, UNIT_OPTIONS)
     if not kw.get("unit") or not kw.get("venv"):
         raise ReadError("unit: needs unit (the unit's name) and venv")
@@ -126,8 +139,9 @@ def read_unit(run, given, boolean):
     kw["keep"] = boolean(kw.get("keep", True))
     kw["exclude"] = list(kw.get("exclude") or [])
     kw["command"] = [str(x) for x in kw.get("command") or []]
+    kw["show"] = [str(x) for x in kw.get("show") or []]
     try:
-        got = unit_logic.read(run, **kw)
+        got = unit_logic.read(run, digest=digest, **kw)
     except unit_logic.UnitReadError as exc:
         raise ReadError(exc.msg, exc.result) from exc
     # what systemd would refuse to start, whatever the run changes (a drop-in's missing unit, a required

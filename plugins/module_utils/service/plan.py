@@ -383,10 +383,15 @@ def probe_plan(facts, unit=None, proc_devices=devices.PROC_DEVICES, extra_servic
     and the role's variables alone: `device_refusal` (device_refusals, with the path the majors were read from),
     `extra_services` (sglang_service_extra_services resolved against primary, the first service's variables:
     service/list.py extra_services' services; [] for a further service's own run, which gives none), `cache_owner`
-    (cache_owner, with sglang_service_group) and, given role_files, `fingerprinted_files` and `state_files`
-    (state_files)."""
+    (cache_owner, with sglang_service_group), given role_files, `fingerprinted_files` and `state_files`
+    (state_files), and `exposure` (unit.exposure: served beyond loopback with no API key; '' when not) with
+    `exposure_refusal` (the same, naming the service, when options' require_api_key: sglang_service_require_api_key)."""
+    require_api_key = bool(options.pop("require_api_key", False))
     out = preflight(facts, unit=unit, **options)
     out["device_refusal"] = device_refusals(facts, proc_devices)
+    chosen = out.get("unit") or {}
+    out["exposure"] = unit_command.exposure(chosen.get("argv"), chosen.get("listen"))
+    out["exposure_refusal"] = ("%s.service: %s" % (options.get("name"), out["exposure"])) if require_api_key and out["exposure"] else ""
     out["extra_services"] = service_list.extra_services(extra_services, primary)["services"] if primary else []
     out["cache_owner"] = cache_owner(out["run_user"], group, options.get("mode"))
     if role_files is not None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import ipaddress
 import os
 import posixpath
 import re
 
+from ansible_collections.blackwell.inference.plugins.module_utils.common import secrets
 from ansible_collections.blackwell.inference.plugins.module_utils.common import systemd as systemd_env
 from ansible_collections.blackwell.inference.plugins.module_utils.service.settings import MANAGED_KEYS
 
@@ -183,7 +185,7 @@ def environment_conflicts(steps, env, env_files=None, own_exec=None):
     out = []
     for key, value in sorted((env or {}).items()):
         got, source = state.get(key, (None, None))
-        if source and (got is None or got["digest"] != _digest(str(value))):
+        if source and _differs(got, str(value)):
             out.append("%s (the role sets %s=%s)" % (source, key, value))
     for step in steps:
         if step["kind"] == "exec_start" and ((own_exec == "dropin" and step["late"]) or (own_exec == "unit" and step["dropin"])):
@@ -195,12 +197,23 @@ def environment_conflicts(steps, env, env_files=None, own_exec=None):
 
 def effective_environment(steps, env, env_files=None):
     """The environment the service gets from its files once the role's drop-in sets `env` (what the fingerprint
-    vouches for): a value read from an environment file that is not shown (it may be a secret) as sha256:<digest>."""
+    vouches for): a value read from an environment file that is not shown (it may be a secret) as its digest, keyed
+    under the host's key when the reading had one (hmac-sha256:..., read_env_file)."""
     out = {}
     for key, (got, _source) in sorted(_merge(steps, env, env_files).items()):
         if got is not None:
-            out[key] = got["value"] if got["value"] is not None else "sha256:" + got["digest"]
+            out[key] = got["value"] if got["value"] is not None else got["digest"]
     return out
+
+
+def _differs(got, value):
+    """Whether what the unit's files set (got) is not the role's value: by value where it is shown, else by digest,
+    which only a plain one (a reading without the host's key) can match."""
+    if got is None:
+        return True
+    if got.get("value") is not None:
+        return got["value"] != value
+    return got.get("digest") != plain_digest(value)
 
 
 def _merge(steps, env, env_files):
@@ -237,20 +250,33 @@ def _merge(steps, env, env_files):
     return state
 
 
-def _digest(value):
+def _sha256(value):
     return hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def plain_digest(value):
+    """sha256:<hex> of a value: only for values everyone may read (the role's own, a table's); a value of an
+    operator's environment file gets keyed_digest."""
+    return "sha256:" + _sha256(value)
+
+
+def keyed_digest(key):
+    """The digest function for the values of environment files on a host with the digest key `key` (bytes;
+    common/secrets.py digest_key): an HMAC under it (hmac-sha256:...), never a plain sha256 that anyone who reads the
+    marker could test guesses against."""
+    return lambda value: secrets.keyed(key, _sha256(value))
+
+
 def _plain(value):
-    return {"value": value, "digest": _digest(value)}
+    return {"value": value, "digest": plain_digest(value)}
 
 
-def read_env_file(text, shown=SHOWN_KEYS):
+def read_env_file(text, shown=SHOWN_KEYS, digest=plain_digest):
     """An EnvironmentFile's assignments as {key: {value, digest}}: the value only for the keys in `shown` (the file may
-    hold secrets), the digest of every value to compare with."""
+    hold secrets), the digest of every value (digest(value): keyed_digest on a host) to tell a change by."""
     out = {}
     for key, value in systemd_env.parse_env_file(text).items():
-        out[key] = {"value": value if key in shown else None, "digest": _digest(value)}
+        out[key] = {"value": value if key in shown else None, "digest": digest(value)}
     return out
 
 
@@ -350,17 +376,24 @@ class UnitReadError(Exception):
         self.result = result
 
 
-def env_file_contents(pattern, glob_paths, read_text):
-    """({key: {value, digest}}, found) of one EnvironmentFile= value as systemd loads it: a glob's matches in order,
-    later files over earlier ones; found is false when no file matched or could be read."""
-    out, found = {}, False
+def env_file_contents(pattern, glob_paths, read_text, shown=SHOWN_KEYS, digest=plain_digest):
+    """({key: {value, digest}}, found, paths) of one EnvironmentFile= value as systemd loads it: a glob's matches in
+    order, later files over earlier ones; found is false when no file matched or could be read; paths: those read."""
+    out, found, paths = {}, False, []
     for path in glob_paths(pattern):
         try:
-            out.update(read_env_file(read_text(path)))
+            out.update(read_env_file(read_text(path), shown, digest))
             found = True
+            paths.append(path)
         except OSError:
             continue
-    return out, found
+    return out, found, paths
+
+
+def writable_by_others(st):
+    """Whether a file with this os.stat result may be written by an account other than root: owned by another user,
+    writable by its group (unless that is root's group) or by everyone."""
+    return st.st_uid != 0 or bool(st.st_mode & 0o002) or (bool(st.st_mode & 0o020) and st.st_gid != 0)
 
 
 def _glob(pattern):
@@ -368,12 +401,32 @@ def _glob(pattern):
 
 
 def read(
-    run, unit, venv, exclude=(), command=(), host="127.0.0.1", port=30000, keep=True, exists=None, is_dir=None, read_text=None, glob_paths=None, host_ids=None
+    run,
+    unit,
+    venv,
+    exclude=(),
+    command=(),
+    host="127.0.0.1",
+    port=30000,
+    keep=True,
+    exists=None,
+    is_dir=None,
+    read_text=None,
+    glob_paths=None,
+    host_ids=None,
+    show=(),
+    digest=plain_digest,
+    stat=None,
 ):
     """The unit as systemd and its files say, and the command the role's drop-in gives it.
 
-    run(argv) -> commands.CommandResult; exists/is_dir/read_text/glob_paths default to the host's filesystem; host_ids:
-    the host's %H, %m and %b ({H, m, b}), read from the host when not given."""
+    run(argv) -> commands.CommandResult; exists/is_dir/read_text/glob_paths/stat default to the host's filesystem;
+    host_ids: the host's %H, %m and %b ({H, m, b}), read from the host when not given. show: further keys whose values
+    an environment file shows (those the role sets: its own are public in its drop-in), beside SHOWN_KEYS; digest: how
+    the other values are digested (keyed_digest on a host). `writable_env_files`: the environment files that an account
+    other than root may write (dropin_refusal)."""
+    stat = stat or os.stat
+    shown = SHOWN_KEYS | frozenset(str(k) for k in show or ())
     host_ids = host_ids if host_ids is not None else _host_ids(read_text or _read_text)
     exists = exists or os.path.exists
     is_dir = is_dir or os.path.isdir
@@ -398,7 +451,7 @@ def read(
     variables = {"host": host, "port": port}
     if result["load_state"] != "loaded":  # nothing to read; the caller refuses a drop-in for a unit that is not there
         result.update(unit_argv=None, set_by=None, argv=list(command), source="variables" if command else "none", old=None, replaced=False)
-        result.update(listen=variables, environment_steps=[], environment_files={}, missing_env_files=[])
+        result.update(listen=variables, environment_steps=[], environment_files={}, missing_env_files=[], writable_env_files=[])
         return result
     files = []
     for path in paths:
@@ -413,14 +466,20 @@ def read(
     result.update(unit_argv=unit_argv, set_by=set_by)
     # what the other files do to the environment and command the role's drop-in sets (environment_conflicts decides)
     steps = environment_steps(files, props.get("FragmentPath", ""), sorted(excluded)[0] if excluded else None, specifiers(unit, host_ids))
-    env_files, missing = {}, []
+    env_files, missing, writable = {}, [], []
     for step in steps:
         if step["kind"] != "env_file" or step["key"] in env_files:
             continue
-        env_files[step["key"]], found = env_file_contents(step["key"], glob_paths or _glob, read_text)
+        env_files[step["key"]], found, read_paths = env_file_contents(step["key"], glob_paths or _glob, read_text, shown, digest)
         if not found and not step["value"]:
             missing.append({"path": step["key"], "file": step["file"]})
-    result.update(environment_steps=steps, environment_files=env_files, missing_env_files=missing)
+        for path in read_paths:
+            try:
+                if writable_by_others(stat(path)):
+                    writable.append({"path": path, "file": step["file"]})
+            except OSError:
+                continue
+    result.update(environment_steps=steps, environment_files=env_files, missing_env_files=missing, writable_env_files=writable)
     if not command and not keep:
         result.update(argv=[], source="none", old=unit_argv, replaced=False, listen=variables)
         return result
@@ -461,10 +520,11 @@ def _read_text(path):
 
 
 def dropin_refusal(unit, mode, name):
-    """'' unless the unit cannot be started as it is: sglang_service_mode=dropin finds no unit to go into (systemd's
-    LoadState is not loaded), or a file of the unit requires an EnvironmentFile= that is not there (systemd would refuse
-    to start the unit: "unavailable resources", and a restart would stop the serving process for nothing). The refusal
-    names the unit, the file and what to do."""
+    """'' unless the unit cannot be started as it is, or not safely: sglang_service_mode=dropin finds no unit to go into
+    (systemd's LoadState is not loaded), a file of the unit requires an EnvironmentFile= that is not there (systemd would
+    refuse to start the unit: "unavailable resources", and a restart would stop the serving process for nothing), or an
+    EnvironmentFile= that an account other than root may write (its loader, compiler and interpreter variables would
+    reach what the role runs as root). The refusal names the unit, the file and what to do."""
     unit = unit or {}
     load_state = unit.get("load_state")
     if mode == "dropin" and load_state != "loaded":
@@ -484,4 +544,48 @@ def dropin_refusal(unit, mode, name):
                 "it" if len(missing) == 1 else "them",
             )
         )
+    writable = unit.get("writable_env_files") or []
+    if writable:
+        return (
+            "%s.service takes its environment from %s, which an account other than root may write: its values reach "
+            "the compiler and Python the role runs as root (LD_PRELOAD, NVCC_PREPEND_FLAGS, PYTHONPATH), so nothing is "
+            "changed or restarted. Make %s root's, not group- or world-writable (chown root: and chmod go-w)."
+            % (
+                name,
+                "; ".join("EnvironmentFile=%s (set in %s)" % (w["path"], w["file"]) for w in writable),
+                "it" if len(writable) == 1 else "them",
+            )
+        )
     return ""
+
+
+def api_key_given(argv):
+    """Whether the command gives SGLang an API key (--api-key KEY or --api-key=KEY; a ${VAR} from the unit's
+    environment counts: systemd puts the value in)."""
+    return any(str(w) == "--api-key" or str(w).startswith("--api-key=") for w in argv or [])
+
+
+def loopback(host):
+    """Whether an address the service binds is reachable from this host only (127.0.0.0/8, ::1, localhost)."""
+    host = str(host or "").strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to an address others reach
+
+
+def exposure(argv, listen):
+    """'' unless the service serves on an address others may reach with no API key: then why, with the fix (issue 58
+    item 6; the play warns, or refuses with sglang_service_require_api_key)."""
+    listen = listen or {}
+    host = str(listen.get("host") or "")
+    if not argv or loopback(host) or api_key_given(argv):
+        return ""
+    return (
+        "it serves on %s:%s with no API key (no --api-key in its command): anyone who reaches that address may run the "
+        "model. Give the command --api-key (its value from the vault, through sglang_service_secret_environment, e.g. "
+        "--api-key ${SGLANG_API_KEY} in the unit's own ExecStart), or bind sglang_service_host to 127.0.0.1 behind a proxy; "
+        "sglang_service_require_api_key: true refuses such a host." % (host, listen.get("port"))
+    )

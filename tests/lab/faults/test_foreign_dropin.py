@@ -10,6 +10,7 @@ The file leaves ct200 as it found it (the drop-in removed), but it restarts noth
 after a fresh image: it is not LAB_READ_ONLY.
 """
 
+import hashlib
 import json
 import shlex
 
@@ -93,3 +94,62 @@ def test_a_required_environment_file_that_is_gone_is_refused_before_any_change(r
         assert json.loads(run("cat %s" % MARKER))["ready"] is True
     finally:
         run("rm -f %s && systemctl daemon-reload" % MISSING)
+
+
+SITE_DROPIN = "/etc/systemd/system/sglang-k26.service.d/70-site-token.conf"
+SITE_ENV_FILE = "/etc/sglang/k26-token.env"
+TOKEN = "hf_planted_operator_token_5c1f0e9a"  # noqa: S105 - a made-up token the test looks for
+# where others may read: every world-readable file there is searched for the token and its plain digests
+READABLE = "/etc /var/lib /var/log /run /usr/local/libexec"
+
+
+def test_an_operators_token_never_shows_and_a_file_others_may_write_is_refused(run):
+    """Issue 58 items 1 and 2, on the converged ct200: an operator's drop-in takes HF_TOKEN from a root-only
+    EnvironmentFile=. A plain run revalidates (the unit's environment changed) and is READY; afterwards no
+    world-readable file under /etc, /var/lib, /var/log, /run or /usr/local/libexec, nor the play's output, holds the
+    token, its sha256 or the sha256 of the line KEY=value. The same file made writable by others is then refused
+    before any change, naming it; the service keeps serving."""
+    run(
+        "mkdir -p /etc/sglang && umask 077 && printf 'HF_TOKEN=%s\\n' > %s && printf '%%s' %s > %s && systemctl daemon-reload"
+        % (TOKEN, SITE_ENV_FILE, shlex.quote("[Service]\nEnvironmentFile=%s\n" % SITE_ENV_FILE), SITE_DROPIN)
+    )
+    try:
+        # the fault hit: systemd runs the unit with the file, which only root may read
+        assert "%s (ignore_errors=no)" % SITE_ENV_FILE in run("systemctl show -p EnvironmentFiles --value %s" % UNIT)
+        assert run("stat -c '%%a %%U' %s" % SITE_ENV_FILE).strip() == "600 root"
+        rc, out, _recap = playbook()
+        no_traceback(out)
+        assert rc == 0 and "READY" in _table_row(out) and "NOT READY" not in _table_row(out), out[-4000:]
+        # issue 58 item 6: the lab's unit serves on 0.0.0.0 with no --api-key: warned of on every run
+        assert "ct200: sglang-k26.service: it serves on 0.0.0.0:30000 with no API key" in " ".join(out.split()), out[-4000:]
+        vouched = json.loads(run("cat %s" % MARKER))["vouched"]["env"]
+        assert vouched["HF_TOKEN"].startswith("hmac-sha256:"), vouched  # a changed token still revalidates: keyed
+        plain = [TOKEN, hashlib.sha256(TOKEN.encode()).hexdigest(), hashlib.sha256(("HF_TOKEN=" + TOKEN).encode()).hexdigest()]
+        plain.append(hashlib.sha256(("HF_TOKEN=%s\n" % TOKEN).encode()).hexdigest())  # the file's own bytes
+        assert not [p for p in plain if p in out], "the play's output shows the token or a plain digest of it"
+        found = run("find %s -xdev -type f -perm -o=r -print0 2>/dev/null | xargs -0 -r grep -lsF %s || true" % (READABLE, " ".join("-e " + p for p in plain)))
+        assert found.strip() == "", "world-readable files hold the token or a plain digest of it: %s" % found
+        # the same file, writable by the service's group and everyone: refused before any change, naming it
+        pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
+        run("chmod 0666 %s" % SITE_ENV_FILE)
+        rc, out, recap = playbook(extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}})  # a change that would restart
+        no_traceback(out)
+        named = "sglang-k26.service takes its environment from EnvironmentFile=%s (set in %s)" % (SITE_ENV_FILE, SITE_DROPIN)
+        assert rc != 0 and named in " ".join(out.split()), out[-4000:]
+        assert recap.get("changed", 0) == 0 and "needs a validation" not in out, out[-4000:]
+        assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid
+    finally:
+        run("rm -f %s %s && systemctl daemon-reload" % (SITE_DROPIN, SITE_ENV_FILE))
+
+
+def test_an_open_port_with_no_api_key_is_refused_when_a_key_is_required(run):
+    """Issue 58 item 6: with sglang_service_require_api_key, the lab's unit (0.0.0.0, no --api-key) is refused by the
+    check play, before the first role changes anything, naming the address and the fix; the service keeps serving."""
+    pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
+    assert pid != "0" and "--host 0.0.0.0" in run("systemctl show -p ExecStart --value %s" % UNIT)  # the fault: it is open
+    rc, out, recap = playbook(extra_vars={"sglang_service_require_api_key": True, "sglang_service_environment": {"NCCL_DEBUG": "WARN"}})
+    no_traceback(out)
+    flat = " ".join(out.split())
+    assert rc != 0 and "sglang-k26.service: it serves on 0.0.0.0:30000 with no API key" in flat and "--api-key" in flat, out[-4000:]
+    assert recap.get("changed", 0) == 0 and "needs a validation" not in out, out[-4000:]
+    assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid

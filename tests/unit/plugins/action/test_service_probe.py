@@ -166,3 +166,15 @@ def test_the_lock_reading_is_dropped_when_a_role_before_changed_the_host(monkeyp
     action._task = FakeTask(dict(args, changed_since_reading=changed) if changed is not None else args)
     action.run(task_vars={})
     assert ("reading" in seen) is taken and "changed_since_reading" not in seen
+
+
+def test_an_open_port_with_no_key_is_a_warning_unless_it_is_refused(monkeypatch):
+    """issue 58 item 6: every run warns of it (the plan, made here, says why); with require_api_key the role refuses
+    instead (tasks/facts.yml, tasks/check_play.yml) and there is no warning."""
+    open_unit = dict(LOADED, listen={"host": "0.0.0.0", "port": 30000})  # noqa: S104 - the open port under test
+    got, _asked = run_action(monkeypatch, {"plan": OPTIONS}, {"blackwell_cuda": cuda_facts(), "unit": open_unit})
+    assert got["warnings"] == ["?: sglang.service: " + got["plan"]["exposure"]] and got["plan"]["exposure_refusal"] == ""
+    got, _asked = run_action(monkeypatch, {"plan": dict(OPTIONS, require_api_key=True)}, {"blackwell_cuda": cuda_facts(), "unit": open_unit})
+    assert "warnings" not in got and got["plan"]["exposure_refusal"].startswith("sglang.service: it serves on 0.0.0.0:30000 with no API key")
+    got, _asked = run_action(monkeypatch, {"plan": OPTIONS}, {"blackwell_cuda": cuda_facts(), "unit": LOADED})
+    assert "warnings" not in got and got["plan"]["exposure"] == ""

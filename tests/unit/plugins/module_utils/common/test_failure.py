@@ -283,3 +283,36 @@ def test_a_long_failure_of_a_read_only_module_is_cut_and_logged(tmp_path):
     ]
     assert got["venv"] == "v" and got["log"] == log and got["cmd"][2] == "<480 characters; in %s>" % log
     assert got["stderr"].startswith("[... ") and got["stderr"].endswith(TRACEBACK_IMPORT) and stderr in read(log)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "max_logs", "max_bytes", "kept"),
+    [
+        ([10, 10, 10], 5, 100, [0, 1, 2]),  # within both caps: nothing removed
+        ([10, 10, 10, 10], 2, 100, [0, 1]),  # the newest two
+        ([10, 50, 10, 10], 5, 60, [0, 1]),  # 60 bytes: the two newest fit, the rest is removed
+        ([500, 10, 10], 5, 100, [0]),  # the newest alone is over the cap: kept (it was just written), the rest goes
+    ],
+)
+def test_prune_keeps_the_newest_logs_within_both_caps(tmp_path, sizes, max_logs, max_bytes, kept):
+    """issue 58 item 5: the failure logs do not grow without bound. Index 0 is the newest."""
+    paths = []
+    for n, size in enumerate(sizes):
+        path = tmp_path / ("f-%d.log" % n)
+        path.write_text("x" * size)
+        os.utime(path, (1000 - n, 1000 - n))
+        paths.append(str(path))
+    (tmp_path / "notes.txt").write_text("not a log")
+    removed = failure.prune(str(tmp_path), keep=paths[0], max_logs=max_logs, max_bytes=max_bytes)
+    assert sorted(removed) == sorted(p for n, p in enumerate(paths) if n not in kept)
+    assert sorted(os.listdir(tmp_path)) == sorted(["notes.txt"] + ["f-%d.log" % n for n in kept])
+
+
+def test_write_log_prunes_the_oldest(tmp_path, monkeypatch):
+    monkeypatch.setattr(failure, "KEEP_LOGS", 3)
+    for n in range(3):
+        old = tmp_path / ("old-%d.log" % n)
+        old.write_text("old")
+        os.utime(old, (100 + n, 100 + n))
+    path = failure.write_log("jit_smoke-x.log", "new", str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["jit_smoke-x.log", "old-1.log", "old-2.log"] and path.endswith("jit_smoke-x.log")

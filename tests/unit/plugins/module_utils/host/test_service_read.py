@@ -259,3 +259,28 @@ def test_the_unit_reading_carries_what_systemd_would_refuse_to_start(monkeypatch
     )
     got = sr.read_unit(lambda argv: Res(show), {"unit": "k26.service", "venv": "/opt/sglang/current", "keep": keep}, Module.boolean)
     assert (got["refusal"] == "") if not refusal else got["refusal"].startswith(refusal) or refusal in got["refusal"], got["refusal"]
+
+
+def test_the_units_environment_files_are_digested_under_the_hosts_key_made_before_the_unit_is_read(tmp_path):
+    """issue 58 item 2: an operator's token in a root-only EnvironmentFile= never shows as a plain sha256."""
+    token = "hf_PLANTEDtoken123"  # noqa: S105 - the planted token the test looks for
+    env_file, unit, key = tmp_path / "k26.env", tmp_path / "k26.service", tmp_path / "lib" / "digest.key"
+    env_file.write_text("HF_TOKEN=%s\n" % token)
+    env_file.chmod(0o600)
+    unit.write_text("[Service]\nEnvironmentFile=%s\nExecStart=/opt/v/bin/python -m sglang.launch_server\n" % env_file)
+    show = "LoadState=loaded\nUser=\nFragmentPath=%s\nDropInPaths=\nUnitFileState=enabled\nActiveState=active\n" % unit
+
+    def run(argv, env=None, timeout=60, data=None):
+        return commands.CommandResult(argv, 0, show, "") if argv[:2] == ["systemctl", "show"] else no_commands(argv)
+
+    keyed = {"key": str(key), "paths": [], "create": True}
+    p = sr.params({"marker": "/m", "cuda_home": "/c", "jit_dir": str(tmp_path / "jit"), "keyed": keyed, "unit": {"unit": "k26.service", "venv": "/opt/v"}})
+    got = sr.read(Module(), commands.CachingRunner(run), p)
+    read = got["unit"]["environment_files"][str(env_file)]["HF_TOKEN"]
+    assert read == {"value": None, "digest": secrets.keyed(key.read_bytes(), hashlib.sha256(token.encode()).hexdigest())}
+    text = json.dumps(got)
+    assert token not in text and hashlib.sha256(token.encode()).hexdigest() not in text
+    assert got["unit"]["refusal"] == "" and got["unit"]["writable_env_files"] == []
+    env_file.chmod(0o666)  # now the service account could write it: refused, naming the file
+    refusal = sr.read(Module(), commands.CachingRunner(run), p)["unit"]["refusal"]
+    assert "EnvironmentFile=%s" % env_file in refusal and "other than root may write" in refusal

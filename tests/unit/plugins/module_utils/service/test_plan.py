@@ -391,3 +391,22 @@ def test_the_probe_plan_carries_the_files_and_the_cache_owner():
     assert got["cache_owner"] == {"owner": "svc", "group": ""}
     assert got["fingerprinted_files"] == _REST and got["state_files"][-2:] == [ROLE_FILES["unit"], ROLE_FILES["validate_config"]]
     assert "state_files" not in service_plan.probe_plan({}, unit=unit, mode="dropin", **options)  # without role_files
+
+
+@pytest.mark.parametrize(
+    ("host", "argv", "require", "exposure", "refused"),
+    [
+        ("127.0.0.1", ["python3"], True, False, False),
+        ("0.0.0.0", ["python3"], False, True, False),  # noqa: S104 - warned of (the action adds the warning)
+        ("0.0.0.0", ["python3"], True, True, True),  # noqa: S104 - refused, naming the service
+        ("0.0.0.0", ["python3", "--api-key", "${K}"], True, False, False),  # noqa: S104
+    ],
+)
+def test_the_probe_plan_says_when_the_port_is_open_with_no_key(host, argv, require, exposure, refused):
+    """issue 58 item 6"""
+    options = {"cuda_home": "/usr/local/cuda-13.0", "venv": "/opt/sglang/current", "cache_dir": "/var/cache/sglang", "name": "s", "user": "sglang"}
+    unit = {"load_state": "loaded", "user": "svc", "listen": {"host": host, "port": 30000}, "argv": argv}
+    got = service_plan.probe_plan({}, unit=unit, mode="dropin", require_api_key=require, **options)
+    assert bool(got["exposure"]) is exposure and bool(got["exposure_refusal"]) is refused
+    if refused:
+        assert got["exposure_refusal"] == "s.service: " + got["exposure"]

@@ -1,5 +1,9 @@
 """The unit's own command, read from its files, and the drop-in's command (flags kept, interpreter moved)."""
 
+import hashlib
+import json
+import os
+
 import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.service import unit as uc
@@ -413,8 +417,13 @@ ActiveState=active
 HOST_IDS = {"H": "ct200", "m": "0" * 32, "b": "1" * 32}
 
 
-def _read_template(files, unit_text=TEMPLATE_UNIT):
+def _stat(uid=0, gid=0, mode=0o100644):
+    return os.stat_result((mode, 0, 0, 1, uid, gid, 0, 0, 0, 0))
+
+
+def _read_template(files, unit_text=TEMPLATE_UNIT, stats=None, **kw):
     files = dict(files, **{TEMPLATE: unit_text})
+    stats = stats or {}
 
     def read_text(path):
         if path not in files:
@@ -436,6 +445,8 @@ def _read_template(files, unit_text=TEMPLATE_UNIT):
         read_text=read_text,
         glob_paths=glob_paths,
         host_ids=HOST_IDS,
+        stat=lambda p: stats.get(p, _stat()),
+        **kw,
     )
 
 
@@ -497,3 +508,89 @@ def test_a_kept_command_listens_where_its_variables_and_specifiers_say():
 def test_a_port_the_role_cannot_tell_is_refused_naming_it(unit_text, match):
     with pytest.raises(uc.UnitReadError, match=match):
         _read_template({"/etc/sglang/k26.env": ""}, unit_text)
+
+
+# -- issue 58 items 1 and 2: an environment file others may write is refused; its values never plainly digested ------
+KEY = bytes(range(32))
+
+
+def test_values_not_shown_are_digested_under_the_hosts_key_never_plainly():
+    token = "hf_PLANTEDtoken123"  # noqa: S105 - the planted token the test looks for
+    digest = uc.keyed_digest(KEY)
+    got = _read_template({"/etc/sglang/k26.env": "HF_TOKEN=%s\nHF_HOME=/srv/hf\n" % token}, show=["HF_HOME"], digest=digest)
+    read = got["environment_files"]["/etc/sglang/k26.env"]
+    assert read["HF_HOME"]["value"] == "/srv/hf"  # a key the role sets (show): compared by value
+    assert read["HF_TOKEN"]["value"] is None and read["HF_TOKEN"]["digest"].startswith("hmac-sha256:")
+    env = uc.effective_environment(got["environment_steps"], ROLE_ENV, got["environment_files"])
+    text = json.dumps([got, env])
+    plain = [token, hashlib.sha256(token.encode()).hexdigest(), hashlib.sha256(("HF_TOKEN=" + token).encode()).hexdigest()]
+    assert not [p for p in plain if p in text]
+    assert env["HF_TOKEN"] == read["HF_TOKEN"]["digest"]  # a changed token still changes what the validation vouches for
+    assert uc.keyed_digest(KEY)("other") != env["HF_TOKEN"] and uc.keyed_digest(bytes(32))(token) != env["HF_TOKEN"]
+    assert uc.keyed_digest(None)(token) == "hmac-sha256:no-key"  # no key yet (check mode before the first run)
+
+
+@pytest.mark.parametrize(
+    ("site_value", "shown", "conflict"),
+    [
+        ("/srv/hf", True, False),  # the role's own value, shown because the role sets the key: no conflict
+        ("/srv/other", True, True),
+        ("/srv/hf", False, True),  # hidden under a key: it cannot be shown to be the role's, so it is named
+    ],
+)
+def test_a_key_the_role_sets_is_compared_by_value(site_value, shown, conflict):
+    got = _read_template({"/etc/sglang/k26.env": "HF_HOME=%s\n" % site_value}, show=["HF_HOME"] if shown else [], digest=uc.keyed_digest(KEY))
+    found = uc.environment_conflicts(got["environment_steps"], dict(ROLE_ENV, HF_HOME="/srv/hf"), got["environment_files"], "dropin")
+    assert any("HF_HOME" in f for f in found) is conflict, found
+
+
+@pytest.mark.parametrize(
+    ("uid", "gid", "mode", "writable"),
+    [
+        (0, 0, 0o100644, False),
+        (0, 0, 0o100600, False),
+        (0, 0, 0o100664, False),  # root's group writes: root's alone
+        (0, 998, 0o100640, False),  # the service's group reads it
+        (0, 998, 0o100660, True),  # ... and may write it
+        (998, 998, 0o100600, True),  # the service account's own file
+        (0, 0, 0o100646, True),  # everyone may write
+    ],
+)
+def test_writable_by_others(uid, gid, mode, writable):
+    assert uc.writable_by_others(_stat(uid, gid, mode)) is writable
+
+
+def test_an_environment_file_the_service_account_may_write_refuses_before_any_change():
+    got = _read_template(
+        {"/etc/sglang/k26.env": "NVCC_PREPEND_FLAGS=-ccbin=/tmp/x\n", "/etc/sglang/site.d/10-a.env": "HF_HOME=/srv\n"},
+        stats={"/etc/sglang/site.d/10-a.env": _stat(uid=998, mode=0o100600)},
+    )
+    assert got["writable_env_files"] == [{"path": "/etc/sglang/site.d/10-a.env", "file": TEMPLATE}]
+    why = uc.dropin_refusal(got, "unit", "sglang@k26")
+    assert why.startswith("sglang@k26.service takes its environment from EnvironmentFile=/etc/sglang/site.d/10-a.env (set in %s)" % TEMPLATE), why
+    assert "chmod go-w" in why and uc.dropin_refusal(got, "dropin", "sglang@k26") == why
+    assert _read_template({"/etc/sglang/k26.env": ""})["writable_env_files"] == []
+
+
+# -- issue 58 item 6: an open port with no key ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "host", "open_"),
+    [
+        (SEED_ARGV, ALL, True),  # the seeds' unit: 0.0.0.0, no key
+        ([*SEED_ARGV, "--api-key", "${SGLANG_API_KEY}"], ALL, False),  # the key from the unit's environment
+        ([*SEED_ARGV, "--api-key=k"], ALL, False),
+        (SEED_ARGV, "::", True),
+        (SEED_ARGV, "10.0.0.5", True),
+        (SEED_ARGV, "ct200.lab", True),  # a name may resolve to an address others reach
+        (SEED_ARGV, "127.0.0.2", False),
+        (SEED_ARGV, "::1", False),
+        (SEED_ARGV, "[::1]", False),
+        (SEED_ARGV, "localhost", False),
+        ([], ALL, False),  # no command: nothing to judge
+    ],
+)
+def test_exposure(argv, host, open_):
+    why = uc.exposure(argv, {"host": host, "port": 30000})
+    assert bool(why) is open_, why
+    if open_:
+        assert why.startswith("it serves on %s:30000 with no API key" % host) and "sglang_service_require_api_key" in why
