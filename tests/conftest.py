@@ -55,7 +55,7 @@ LAB_FILE_SECONDS = {
     "tests/lab/after/test_cuda_toolkit.py": 80,
     "tests/lab/faults/test_faults_kill.py": 77,
     "tests/lab/faults/test_short_failures.py": 59,
-    "tests/lab/faults/test_foreign_dropin.py": 68,
+    "tests/lab/faults/test_foreign_dropin.py": 95,
     "tests/lab/faults/test_rollback_goes_on.py": 41,
     "tests/lab/faults/test_bad_variables.py": 40,
     "tests/lab/before/test_unit_values.py": 31,

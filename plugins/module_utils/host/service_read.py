@@ -148,6 +148,9 @@ def read_unit(run, given, boolean, digest=unit_logic.plain_digest):
     # EnvironmentFile= that is gone): the play refuses it under the lock, before the first role changes anything
     name = kw["unit"][: -len(".service")] if kw["unit"].endswith(".service") else kw["unit"]
     got["refusal"] = unit_logic.dropin_refusal(got, "dropin" if kw["keep"] else "unit", name)
+    # served beyond loopback with no API key: refused there too with sglang_service_require_api_key (issue 58 item 6)
+    why = unit_logic.exposure(got.get("argv"), got.get("listen"))
+    got["exposure"] = "%s.service: %s" % (name, why) if why else ""
     return got
 
 

@@ -25,6 +25,12 @@ DROPIN = "[Service]\nEnvironment=PATH=%s/bin:/opt/sglang/current/bin:%s\nEnviron
 NAMED = "%s sets CUDA_HOME=%s (the role sets CUDA_HOME=/usr/local/cuda-13.0)" % (LOCAL, CUDA128)
 MARKER = "/etc/ansible/facts.d/blackwell_inference.fact"
 
+SITE_DROPIN = "/etc/systemd/system/sglang-k26.service.d/70-site-token.conf"
+SITE_ENV_FILE = "/etc/sglang/k26-token.env"
+TOKEN = "hf_planted_operator_token_5c1f0e9a"  # noqa: S105 - a made-up token the test looks for
+# where others may read: every world-readable file there is searched for the token and its plain digests
+READABLE = "/etc /var/lib /var/log /run /usr/local/libexec"
+
 
 def _table_row(out):
     """The fleet table's row of ct200 (the callback's end-of-run table)."""
@@ -64,51 +70,16 @@ def test_an_operators_later_drop_in_is_not_ready_on_every_run_and_named(run):
             assert run("cat %s" % LOCAL) == DROPIN, args
     finally:
         run("rm -f %s && systemctl daemon-reload" % LOCAL)
-    # without it, the next run validates the unit as it is again (the marker said not ready) and is READY
-    rc, out, recap = playbook()
-    assert rc == 0 and "needs a validation of %s: marked not ready" % UNIT in out, out[-4000:]
-    assert "READY" in _table_row(out) and "NOT READY" not in _table_row(out), out[-4000:]
-    assert json.loads(run("cat %s" % MARKER))["ready"] is True
+    # without it, the next run validates the unit as it is again (the marker said not ready) and is READY. The operator
+    # has meanwhile added a drop-in that takes HF_TOKEN from a root-only EnvironmentFile= (issue 58 items 1 and 2): the
+    # same run vouches for it, and no one else may read the token or a plain digest of it anywhere
+    _operators_token_is_vouched_for_unseen_and_a_file_others_may_write_is_refused(run)
 
 
-MISSING = "/etc/systemd/system/sglang-k26.service.d/80-site-env.conf"
-
-
-def test_a_required_environment_file_that_is_gone_is_refused_before_any_change(run):
-    """Issue 57 item 2: an operator's drop-in requires an EnvironmentFile= named through a specifier (%n) that is not
-    there. systemd would refuse to start the unit ("unavailable resources"), so a run with a change that would restart
-    it is refused before anything, naming the file; the service keeps serving."""
-    pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
-    run("printf '%%s' %s > %s && systemctl daemon-reload" % (shlex.quote("[Service]\nEnvironmentFile=/etc/sglang/%n.env\n"), MISSING))
-    try:
-        # the fault hit: systemd itself lists the file, its specifier expanded, as required, and it is not there
-        wanted = "/etc/sglang/sglang-k26.service.env"
-        assert "%s (ignore_errors=no)" % wanted in run("systemctl show -p EnvironmentFiles --value %s" % UNIT)
-        assert run("test -e %s || echo gone" % wanted).strip() == "gone"
-        rc, out, recap = playbook(extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}})  # a change that would restart
-        no_traceback(out)
-        named = "sglang-k26.service requires EnvironmentFile=%s (set in %s), which is not there" % (wanted, MISSING)
-        assert rc != 0 and named in " ".join(out.split()), out[-4000:]
-        assert recap.get("changed", 0) == 0 and "needs a validation" not in out, out[-4000:]
-        assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid
-        assert json.loads(run("cat %s" % MARKER))["ready"] is True
-    finally:
-        run("rm -f %s && systemctl daemon-reload" % MISSING)
-
-
-SITE_DROPIN = "/etc/systemd/system/sglang-k26.service.d/70-site-token.conf"
-SITE_ENV_FILE = "/etc/sglang/k26-token.env"
-TOKEN = "hf_planted_operator_token_5c1f0e9a"  # noqa: S105 - a made-up token the test looks for
-# where others may read: every world-readable file there is searched for the token and its plain digests
-READABLE = "/etc /var/lib /var/log /run /usr/local/libexec"
-
-
-def test_an_operators_token_never_shows_and_a_file_others_may_write_is_refused(run):
-    """Issue 58 items 1 and 2, on the converged ct200: an operator's drop-in takes HF_TOKEN from a root-only
-    EnvironmentFile=. A plain run revalidates (the unit's environment changed) and is READY; afterwards no
-    world-readable file under /etc, /var/lib, /var/log, /run or /usr/local/libexec, nor the play's output, holds the
-    token, its sha256 or the sha256 of the line KEY=value. The same file made writable by others is then refused
-    before any change, naming it; the service keeps serving."""
+def _operators_token_is_vouched_for_unseen_and_a_file_others_may_write_is_refused(run):
+    """After the plain run: no world-readable file under /etc, /var/lib, /var/log, /run or /usr/local/libexec, nor the
+    play's output, holds the token, its sha256, the sha256 of the line KEY=value or of the file's bytes. The same file
+    made writable by others is then refused before any change, naming it; the service keeps serving."""
     run(
         "mkdir -p /etc/sglang && umask 077 && printf 'HF_TOKEN=%s\\n' > %s && printf '%%s' %s > %s && systemctl daemon-reload"
         % (TOKEN, SITE_ENV_FILE, shlex.quote("[Service]\nEnvironmentFile=%s\n" % SITE_ENV_FILE), SITE_DROPIN)
@@ -119,37 +90,59 @@ def test_an_operators_token_never_shows_and_a_file_others_may_write_is_refused(r
         assert run("stat -c '%%a %%U' %s" % SITE_ENV_FILE).strip() == "600 root"
         rc, out, _recap = playbook()
         no_traceback(out)
-        assert rc == 0 and "READY" in _table_row(out) and "NOT READY" not in _table_row(out), out[-4000:]
+        assert rc == 0 and "needs a validation of %s: marked not ready" % UNIT in out, out[-4000:]
+        assert "READY" in _table_row(out) and "NOT READY" not in _table_row(out), out[-4000:]
+        marker = json.loads(run("cat %s" % MARKER))
+        assert marker["ready"] is True and marker["vouched"]["env"]["HF_TOKEN"].startswith("hmac-sha256:"), marker["vouched"]["env"]
         # issue 58 item 6: the lab's unit serves on 0.0.0.0 with no --api-key: warned of on every run
         assert "ct200: sglang-k26.service: it serves on 0.0.0.0:30000 with no API key" in " ".join(out.split()), out[-4000:]
-        vouched = json.loads(run("cat %s" % MARKER))["vouched"]["env"]
-        assert vouched["HF_TOKEN"].startswith("hmac-sha256:"), vouched  # a changed token still revalidates: keyed
-        plain = [TOKEN, hashlib.sha256(TOKEN.encode()).hexdigest(), hashlib.sha256(("HF_TOKEN=" + TOKEN).encode()).hexdigest()]
-        plain.append(hashlib.sha256(("HF_TOKEN=%s\n" % TOKEN).encode()).hexdigest())  # the file's own bytes
+        plain = [TOKEN] + [hashlib.sha256(t.encode()).hexdigest() for t in (TOKEN, "HF_TOKEN=" + TOKEN, "HF_TOKEN=%s\n" % TOKEN)]
         assert not [p for p in plain if p in out], "the play's output shows the token or a plain digest of it"
         found = run("find %s -xdev -type f -perm -o=r -print0 2>/dev/null | xargs -0 -r grep -lsF %s || true" % (READABLE, " ".join("-e " + p for p in plain)))
         assert found.strip() == "", "world-readable files hold the token or a plain digest of it: %s" % found
         # the same file, writable by the service's group and everyone: refused before any change, naming it
-        pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
         run("chmod 0666 %s" % SITE_ENV_FILE)
-        rc, out, recap = playbook(extra_vars={"sglang_service_environment": {"NCCL_DEBUG": "WARN"}})  # a change that would restart
-        no_traceback(out)
-        named = "sglang-k26.service takes its environment from EnvironmentFile=%s (set in %s)" % (SITE_ENV_FILE, SITE_DROPIN)
-        assert rc != 0 and named in " ".join(out.split()), out[-4000:]
-        assert recap.get("changed", 0) == 0 and "needs a validation" not in out, out[-4000:]
-        assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid
+        _refused_before_any_change(run, "sglang-k26.service takes its environment from EnvironmentFile=%s (set in %s)" % (SITE_ENV_FILE, SITE_DROPIN))
     finally:
         run("rm -f %s %s && systemctl daemon-reload" % (SITE_DROPIN, SITE_ENV_FILE))
+
+
+def _refused_before_any_change(run, named, **extra_vars):
+    """A run with a change that would restart the service is refused naming `named`, changes nothing, and the service
+    keeps serving (the same MainPID)."""
+    pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
+    assert pid != "0"
+    rc, out, recap = playbook(extra_vars=dict(extra_vars, sglang_service_environment={"NCCL_DEBUG": "WARN"}))
+    no_traceback(out)
+    flat = " ".join(out.split())
+    assert rc != 0 and named in flat, out[-4000:]
+    assert recap.get("changed", 0) == 0 and "needs a validation" not in out, out[-4000:]
+    assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid
+    return flat
+
+
+MISSING = "/etc/systemd/system/sglang-k26.service.d/80-site-env.conf"
+
+
+def test_a_required_environment_file_that_is_gone_is_refused_before_any_change(run):
+    """Issue 57 item 2: an operator's drop-in requires an EnvironmentFile= named through a specifier (%n) that is not
+    there. systemd would refuse to start the unit ("unavailable resources"), so a run with a change that would restart
+    it is refused before anything, naming the file; the service keeps serving."""
+    run("printf '%%s' %s > %s && systemctl daemon-reload" % (shlex.quote("[Service]\nEnvironmentFile=/etc/sglang/%n.env\n"), MISSING))
+    try:
+        # the fault hit: systemd itself lists the file, its specifier expanded, as required, and it is not there
+        wanted = "/etc/sglang/sglang-k26.service.env"
+        assert "%s (ignore_errors=no)" % wanted in run("systemctl show -p EnvironmentFiles --value %s" % UNIT)
+        assert run("test -e %s || echo gone" % wanted).strip() == "gone"
+        _refused_before_any_change(run, "sglang-k26.service requires EnvironmentFile=%s (set in %s), which is not there" % (wanted, MISSING))
+        assert json.loads(run("cat %s" % MARKER))["ready"] is True
+    finally:
+        run("rm -f %s && systemctl daemon-reload" % MISSING)
 
 
 def test_an_open_port_with_no_api_key_is_refused_when_a_key_is_required(run):
     """Issue 58 item 6: with sglang_service_require_api_key, the lab's unit (0.0.0.0, no --api-key) is refused by the
     check play, before the first role changes anything, naming the address and the fix; the service keeps serving."""
-    pid = run("systemctl show -p MainPID --value %s" % UNIT).strip()
-    assert pid != "0" and "--host 0.0.0.0" in run("systemctl show -p ExecStart --value %s" % UNIT)  # the fault: it is open
-    rc, out, recap = playbook(extra_vars={"sglang_service_require_api_key": True, "sglang_service_environment": {"NCCL_DEBUG": "WARN"}})
-    no_traceback(out)
-    flat = " ".join(out.split())
-    assert rc != 0 and "sglang-k26.service: it serves on 0.0.0.0:30000 with no API key" in flat and "--api-key" in flat, out[-4000:]
-    assert recap.get("changed", 0) == 0 and "needs a validation" not in out, out[-4000:]
-    assert run("systemctl show -p MainPID --value %s" % UNIT).strip() == pid
+    assert "--host 0.0.0.0" in run("systemctl show -p ExecStart --value %s" % UNIT)  # the fault: it is open
+    flat = _refused_before_any_change(run, "sglang-k26.service: it serves on 0.0.0.0:30000 with no API key", sglang_service_require_api_key=True)
+    assert "--api-key" in flat and "blackwell.inference.cuda_toolkit :" not in flat  # refused under the lock, before the first role

@@ -284,3 +284,19 @@ def test_the_units_environment_files_are_digested_under_the_hosts_key_made_befor
     env_file.chmod(0o666)  # now the service account could write it: refused, naming the file
     refusal = sr.read(Module(), commands.CachingRunner(run), p)["unit"]["refusal"]
     assert "EnvironmentFile=%s" % env_file in refusal and "other than root may write" in refusal
+
+
+def test_the_unit_reading_names_an_open_port_with_no_key(monkeypatch):
+    """issue 58 item 6: site.yml refuses it from the lock's reading on a one-host run with sglang_service_require_api_key."""
+    show = "LoadState=loaded\nUser=\nFragmentPath=/etc/systemd/system/k26.service\nDropInPaths=\nUnitFileState=enabled\nActiveState=active\n"
+    res = commands.CommandResult(["systemctl"], 0, show, "")
+    real = sr.unit_logic.read
+    for host, want in (("0.0.0.0", "k26.service: it serves on 0.0.0.0:30000 with no API key"), ("127.0.0.1", "")):  # noqa: S104
+        text = "[Service]\nExecStart=/opt/v/bin/python -m sglang.launch_server --host %s --port 30000\n" % host
+        monkeypatch.setattr(
+            sr.unit_logic,
+            "read",
+            lambda run, _t=text, _real=real, **kw: _real(run, read_text=lambda p: _t, exists=lambda p: True, is_dir=lambda p: True, host_ids={}, **kw),
+        )
+        got = sr.read_unit(lambda argv, env=None, timeout=60, data=None: res, {"unit": "k26.service", "venv": "/opt/v"}, Module.boolean)
+        assert got["exposure"].startswith(want) and bool(got["exposure"]) is bool(want), got["exposure"]
