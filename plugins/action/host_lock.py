@@ -5,8 +5,9 @@ ansible-playbook process), judges whether a holder is gone (module_utils/host/lo
 controller, by its heartbeat on another), and waits for a live one.
 
 The heartbeat is refreshed by the holding play's own calls only (the acquire, site.yml's state=refreshed between the
-venv and the service roles); nobody refreshes it during a minute-long step, which is why the bound (stale_after) is
-longer than the longest stretch between two of those calls."""
+venv and the service roles, the service role's before each validation); nobody refreshes it during a minute-long step,
+which is why the bound (stale_after) is longer than the longest stretch between two of those calls at the configured
+timeouts (lock.py longest_stretch)."""
 
 from __future__ import annotations
 
@@ -40,10 +41,15 @@ def _read_id(path):
 
 
 def controller_identity():
-    """(machine-id, boot id) of this controller; a machine without /etc/machine-id falls back to dbus's copy, then to
-    its host name (named as such)."""
+    """(machine-id, boot id, PID namespace) of this controller; a machine without /etc/machine-id falls back to dbus's
+    copy, then to its host name (named as such). The PID namespace (pid:[inode]) tells containers that share a baked
+    machine-id apart: a pid of another namespace is never judged by this one's processes."""
     machine_id = _read_id("/etc/machine-id") or _read_id("/var/lib/dbus/machine-id") or "hostname:" + socket.gethostname()
-    return machine_id, _read_id("/proc/sys/kernel/random/boot_id")
+    try:
+        pid_ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pid_ns = ""
+    return machine_id, _read_id("/proc/sys/kernel/random/boot_id"), pid_ns
 
 
 def _alive(pid, pid_start):
@@ -67,7 +73,8 @@ class ActionModule(ActionBase):
         state = args.get("state", "acquired")
         timeout = int(args.get("timeout", 1800))
         try:
-            bound = host_lock.stale_bound(args.get("stale_after", host_lock.STALE_AFTER))
+            timeouts = {k: v for k, v in (args.get("timeouts") or {}).items() if v is not None and k in ("apt", "venv_build", "smoke", "health")}
+            bound = host_lock.stale_bound(args.get("stale_after"), host_lock.longest_stretch(**timeouts))
         except ValueError as exc:
             result.update(failed=True, changed=False, msg=str(exc))
             return result
@@ -75,10 +82,10 @@ class ActionModule(ActionBase):
         # the worker's parent is the ansible-playbook process: the same for every task of this play
         play_pid = os.getppid()
         controller = socket.gethostname()
-        machine_id, boot_id = controller_identity()
+        machine_id, boot_id, pid_ns = controller_identity()
         since = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         play = self._task.get_play().get_name() if self._task.get_play() else ""
-        me = host_lock.record(controller, play_pid, _pid_start(play_pid), getpass.getuser(), since, play, machine_id, boot_id)
+        me = host_lock.record(controller, play_pid, _pid_start(play_pid), getpass.getuser(), since, play, machine_id, boot_id, pid_ns)
         args["owner"] = me
         start = time.monotonic()
         took_over = None
@@ -87,7 +94,8 @@ class ActionModule(ActionBase):
             if res.get("failed") or state != "acquired" or res.get("acquired"):
                 break
             holder = res.get("holder")
-            why = host_lock.stale(holder, me, _alive, res.get("age"), bound)
+            age = host_lock.BOOTED_SINCE if res.get("booted_since") else res.get("age")
+            why = host_lock.stale(holder, me, _alive, age, bound)
             if why:
                 took_over = dict(holder or {}, why=why)
                 args["take_over"] = holder or {}

@@ -12,16 +12,20 @@ version_added: "0.3.0"
 description:
   - O(state=acquired) takes the host's lock for this play, waiting while another play holds it, up to O(timeout)
     seconds; then it fails naming the holder (user, controller, process, since when, play).
-  - The holder is named by its controller's machine-id and boot id (C(/etc/machine-id),
-    C(/proc/sys/kernel/random/boot_id)) and the ansible-playbook process (pid and start time); the host name is shown
-    only. A lock left by a play whose process is gone from this controller (killed), or whose controller (this one)
-    booted since, is taken over.
-  - A holder on another controller (another machine-id, even with the same host name) is waited for while its
-    heartbeat is fresh, and taken over once the heartbeat is older than O(stale_after) seconds (by the host's clock).
-  - The heartbeat is the time of the holder's last call of this module on the host (the acquire, each O(state=refreshed)).
-    Nobody refreshes it during a step (apt, the venv build, the JIT smoke, the health wait), so O(stale_after) must be
-    longer than the longest stretch between two calls; C(site.yml) refreshes between the venv and the service roles
-    when those before changed the host.
+  - The holder is named by its controller's machine-id, boot id and PID namespace (C(/etc/machine-id),
+    C(/proc/sys/kernel/random/boot_id), C(/proc/self/ns/pid)) and the ansible-playbook process (pid and start time); the
+    host name is shown only. A lock left by a play of this controller (all three the same) whose process is gone
+    (killed) is taken over.
+  - Any other holder - another controller (even with the same host name, or the same baked machine-id in a container
+    of another PID namespace), or this one before a reboot - is waited for while its heartbeat is fresh, and taken over
+    once the heartbeat is older than O(stale_after) seconds, or the host booted since it. The age is told by the host's
+    boot id and boot-time clock, never by its wall clock, which may step.
+  - The heartbeat is the holder's last call of this module on the host (the acquire, each O(state=refreshed)). Nobody
+    refreshes it during a step (apt, the venv build, the JIT smoke, the health wait), so O(stale_after) must be longer
+    than the longest stretch between two calls at the configured O(timeouts); C(site.yml) refreshes between
+    the venv and the service roles, and the service role before each service's validation.
+  - Every change of the lock file is made holding an flock of C(<path>.guard), after reading the record again, so two
+    controllers that both judged a holder stale cannot both take it over.
   - O(state=refreshed) renews this play's heartbeat, and fails when the lock is no longer this play's.
   - O(state=released) gives the lock back when this play holds it. The lock lives in C(/run), so a reboot frees it.
   - The lock is not part of the host's managed state - C(changed) is always false - and it is taken in check mode too,
@@ -45,10 +49,34 @@ options:
     default: 1800
   stale_after:
     description:
-      - Seconds after which the lock of a play on another controller whose heartbeat stopped is taken over; more than
-        5400 (the longest stretch between two heartbeats of a live play at the roles' default timeouts).
+      - Seconds after which the lock of a play judged by its heartbeat is taken over; more than the longest stretch
+        between two heartbeats at O(timeouts).
+      - Unset, that stretch plus 1800, at least 7200.
     type: int
-    default: 7200
+  timeouts:
+    description:
+      - The roles' timeouts the longest stretch between two heartbeats follows (the apt lock wait and the venv build;
+        or a service's smoke and health wait, twice for a rollback). O(stale_after) must be longer than that stretch;
+        each unset one is the role's default.
+    type: dict
+    version_added: 0.4.0
+    suboptions:
+      apt:
+        description: C(cuda_toolkit_apt_lock_timeout).
+        type: int
+        default: 0
+      venv_build:
+        description: C(sglang_venv_build_timeout).
+        type: int
+        default: 3600
+      smoke:
+        description: C(sglang_service_smoke_timeout).
+        type: int
+        default: 1800
+      health:
+        description: C(sglang_service_health_timeout).
+        type: int
+        default: 900
   owner:
     description: Internal - the record of this play, set by the action plugin.
     type: dict
@@ -122,14 +150,21 @@ acquired:
   type: bool
 holder:
   description:
-    - The lock's record (controller, machine_id, boot_id, pid, pid_start, user, since, play, heartbeat) - this play's or
-      the one waited for.
+    - The lock's record (controller, machine_id, boot_id, pid_ns, pid, pid_start, user, since, play, heartbeat,
+      beat_boot_id, beat_boottime) - this play's or the one waited for.
   returned: always
   type: dict
 age:
-  description: Seconds since the holder's heartbeat by the host's clock (null when no holder), when the lock is not this play's.
+  description:
+    - Seconds since the holder's heartbeat by the host's boot-time clock (null when no holder, or when the host booted
+      since it), when the lock is not this play's.
   returned: when the lock was not acquired
   type: int
+booted_since:
+  description: Whether the host booted since the holder's heartbeat (the holder is then stale).
+  returned: when the lock was not acquired
+  type: bool
+  version_added: 0.4.0
 waited:
   description: Seconds spent waiting for another play.
   returned: with state=acquired
@@ -154,6 +189,8 @@ ansible_facts:
   type: dict
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import time
@@ -164,36 +201,80 @@ from ansible_collections.blackwell.inference.plugins.module_utils.common import 
 from ansible_collections.blackwell.inference.plugins.module_utils.host import lock as host_lock
 
 
+def host_clock():
+    """(this host's boot id, its boot-time clock in seconds, its wall clock): what a heartbeat is written and aged by."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            boot_id = fh.read().strip()
+    except OSError:
+        boot_id = ""
+    boottime = time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic()
+    return boot_id, boottime, time.time()
+
+
 def read(path):
-    """(record or None, whether the file exists, seconds since its heartbeat by this host's clock or None)."""
+    """(record or None, whether the file exists, seconds since its heartbeat on this host or None: lock.heartbeat_age)."""
     try:
         with open(path) as fh:
             holder = host_lock.parse(fh.read())
             mtime = os.fstat(fh.fileno()).st_mtime
     except FileNotFoundError:
         return None, False, None
-    beat = (holder or {}).get("heartbeat")
-    beat = beat if isinstance(beat, (int, float)) and not isinstance(beat, bool) else mtime  # an older record: its file's time
-    return holder, True, max(0, int(time.time() - beat))
+    age = host_lock.heartbeat_age(holder, *host_clock(), file_mtime=mtime)
+    return holder, True, (None if age is None else age if age == host_lock.BOOTED_SINCE else int(age))
 
 
-def write_new(path, owner):
-    """Create the lock file only if there is none (O_EXCL); False when someone holds it."""
+@contextlib.contextmanager
+def guarded(path):
+    """Every change of the lock file is made holding an flock of `<path>.guard` (root's, 0600), after reading the record
+    again: the read-compare-write of a takeover is one step for every controller."""
     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    fd = os.open(path + ".guard", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(dict(owner, heartbeat=int(time.time())), sort_keys=True) + "\n")
-    return True
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # the flock goes with it
 
 
-def beat(path, holder):
-    """This play's record with a new heartbeat, written whole (a reader never sees half a record)."""
-    fresh = dict(holder, heartbeat=int(time.time()))
+def write(path, owner):
+    """This play's record with a heartbeat of now, written whole (a reader never sees half a record); the record."""
+    fresh = dict(owner, **host_lock.heartbeat(*_wall_first(host_clock())))
     files.write_atomic(path, (json.dumps(fresh, sort_keys=True) + "\n").encode("utf-8"), mode=0o644)
     return fresh
+
+
+def _wall_first(clock):
+    boot_id, boottime, wall = clock
+    return wall, boot_id, boottime
+
+
+def take(path, owner, take_over):
+    """Under the guard: the lock for `owner` when nobody holds it, or when the holder is still exactly `take_over` (the
+    stale record the controller judged; {} for an unreadable one); None when someone else holds it now."""
+    with guarded(path):
+        holder, exists, _age = read(path)
+        if exists and not (take_over is not None and holder == (take_over or None)):
+            return None
+        return write(path, owner)
+
+
+def renew(path, owner):
+    """Under the guard: this play's record with a new heartbeat; None when the lock is no longer this play's."""
+    with guarded(path):
+        holder, exists, _age = read(path)
+        if not (exists and host_lock.same_play(holder, owner)):
+            return None
+        return write(path, holder)
+
+
+def give_back(path, owner):
+    """Under the guard: the lock file removed when it is this play's; the record that was there."""
+    with guarded(path):
+        holder, exists, _age = read(path)
+        if exists and host_lock.same_play(holder, owner):
+            os.unlink(path)
+        return holder
 
 
 def readers(module):
@@ -271,7 +352,7 @@ def acquired(module, holder, path):
         try:
             facts.update(facts_now())
         except Exception as exc:
-            os.unlink(path)
+            give_back(path, holder)
             module.fail_json(msg="The host's facts could not be gathered (the lock was given back): %s" % exc, **getattr(exc, "result", {}))
     result = {"changed": False, "acquired": True, "holder": holder, "ansible_facts": facts}
     if out is not None:
@@ -285,7 +366,16 @@ def main():
             "state": {"type": "str", "choices": ["acquired", "refreshed", "released"], "default": "acquired"},
             "path": {"type": "path", "default": host_lock.DEFAULT_PATH},
             "timeout": {"type": "int", "default": 1800},
-            "stale_after": {"type": "int", "default": host_lock.STALE_AFTER},
+            "stale_after": {"type": "int"},
+            "timeouts": {
+                "type": "dict",
+                "options": {
+                    "apt": {"type": "int", "default": 0},
+                    "venv_build": {"type": "int", "default": 3600},
+                    "smoke": {"type": "int", "default": 1800},
+                    "health": {"type": "int", "default": 900},
+                },
+            },
             "owner": {"type": "dict"},
             "take_over": {"type": "dict"},
             "read": {"type": "dict", "options": {"toolkit": {"type": "dict"}, "venv": {"type": "dict"}, "service": {"type": "dict"}}},
@@ -298,31 +388,27 @@ def main():
     if not p["owner"]:
         module.fail_json(msg="host_lock runs through its action plugin (blackwell.inference.host_lock), which names the play")
     owner, path = p["owner"], p["path"]
-    holder, exists, age = read(path)
     if p["state"] == "released":
-        if exists and host_lock.same_play(holder, owner):
-            os.unlink(path)
-        module.exit_json(changed=False, acquired=False, holder=holder)
+        module.exit_json(changed=False, acquired=False, holder=give_back(path, owner))
     if p["state"] == "refreshed":
-        if not (exists and host_lock.same_play(holder, owner)):
+        fresh = renew(path, owner)
+        if fresh is None:
+            holder, exists, _age = read(path)
             module.fail_json(
                 msg="The host's lock is no longer this play's (%s holds it): stopped before the next step changes anything"
                 % (host_lock.describe(holder) if exists else "nobody"),
                 acquired=False,
                 holder=holder,
             )
-        module.exit_json(changed=False, acquired=True, holder=beat(path, holder))
-    if exists and host_lock.same_play(holder, owner):
-        acquired(module, beat(path, holder), path)
-    # replace exactly the stale record the controller judged (or an unreadable one), never a new holder
-    if exists and p["take_over"] is not None and holder == (p["take_over"] or None):
-        os.unlink(path)
-        exists = False
-    if not exists and write_new(path, owner):
-        acquired(module, read(path)[0], path)
+        module.exit_json(changed=False, acquired=True, holder=fresh)
+    fresh = renew(path, owner)  # this play holds it already (a second play of the playbook): renewed
+    if fresh is None:
+        fresh = take(path, owner, p["take_over"])
+    if fresh is not None:
+        acquired(module, fresh, path)
     holder, _exists, age = read(path)
-    module.exit_json(changed=False, acquired=False, holder=holder, age=age)
-
+    booted_since = age == host_lock.BOOTED_SINCE
+    module.exit_json(changed=False, acquired=False, holder=holder, age=None if booted_since else age, booted_since=booted_since)
 
 if __name__ == "__main__":
     main()

@@ -25,7 +25,14 @@ def alive_only(*pids):
         (None, alive_only(), None, "an unreadable lock record"),  # a writer killed mid-write
         (MINE, alive_only(4242), 9000, ""),  # a live play here: wait for it, whatever its heartbeat
         (MINE, alive_only(), 3, "its process is gone from this controller"),  # kill -9 of the play: take over
-        (dict(MINE, boot_id="0a0a0a0a-old-boot"), alive_only(4242), 3, "its controller (this one) booted since"),  # pid reused since
+        # this machine-id on another boot: this controller before a reboot, or a clone of it - told by the heartbeat only
+        (dict(MINE, boot_id="0a0a0a0a-old-boot"), alive_only(4242), 3, ""),
+        (dict(MINE, boot_id="0a0a0a0a-old-boot"), alive_only(), BOUND + 1, "its controller's heartbeat is 7201 s old (bound 7200 s)"),
+        # issue 58 item 3: a container sharing this machine-id and kernel, in another PID namespace; its pid 4242 means
+        # nothing here, alive or not: judged by its heartbeat
+        (dict(MINE, pid_ns="pid:[4026532999]"), alive_only(), 30, ""),
+        (dict(MINE, pid_ns="pid:[4026532999]"), alive_only(), BOUND + 1, "its controller's heartbeat is 7201 s old (bound 7200 s)"),
+        (MINE, alive_only(4242), hl.BOOTED_SINCE, "the host booted since its heartbeat"),
         # another controller with this host name, pid 4242 not alive here: judged by its heartbeat, never by our pids
         (TWIN, alive_only(), 30, ""),
         (TWIN, alive_only(), BOUND, ""),
@@ -39,15 +46,52 @@ def test_stale(holder, alive, age, why):
     assert hl.stale(holder, MINE, alive, age, BOUND) == why
 
 
-@pytest.mark.parametrize("value,bound", [(7200, 7200), ("7200", 7200), (5401, 5401), (86400, 86400)])
+@pytest.mark.parametrize("value,bound", [(7200, 7200), ("7200", 7200), (5401, 5401), (86400, 86400), (None, 7200), ("", 7200)])
 def test_stale_bound(value, bound):
     assert hl.stale_bound(value) == bound
 
 
-@pytest.mark.parametrize("value", [5400, 600, 0, -1, "two hours", None, ""])
+@pytest.mark.parametrize("value", [5400, 600, 0, -1, "two hours"])
 def test_stale_bound_is_longer_than_the_longest_stretch_or_refused_naming_the_variable(value):
     with pytest.raises(ValueError, match=r"blackwell_inference_lock_stale_after must be an integer of seconds > 5400"):
         hl.stale_bound(value)
+
+
+@pytest.mark.parametrize(
+    ("timeouts", "longest", "default"),
+    [
+        ({}, 5400, 7200),  # the roles' defaults: venv build 3600 s, smoke 1800 s + health 900 s twice
+        ({"health": 3600}, 10800, 12600),  # a model that loads for an hour: the bound follows
+        ({"venv_build": 14400}, 14400, 16200),
+        ({"venv_build": 14400, "apt": 300}, 14700, 16500),
+        ({"apt": 600, "smoke": 600, "health": 600}, 4200, 7200),  # apt's lock wait then the build; never under STALE_AFTER
+    ],
+)
+def test_the_bound_follows_the_configured_timeouts(timeouts, longest, default):
+    """issue 58 item 3: the stale bound is checked against the configured timeouts, not a constant."""
+    assert hl.longest_stretch(**timeouts) == longest
+    assert hl.stale_bound(None, longest) == default
+    with pytest.raises(ValueError, match=r"must be an integer of seconds > %d" % longest):
+        hl.stale_bound(longest, longest)
+    assert hl.stale_bound(longest + 1, longest) == longest + 1
+
+
+HOST_BOOT = "5e1f0000-0000-4000-8000-000000000001"
+
+
+@pytest.mark.parametrize(
+    ("holder", "boottime", "wall", "age"),
+    [
+        # a heartbeat 30 s ago by the boot-time clock; the wall clock stepped an hour forward, or back, since: still 30 s
+        (hl.heartbeat(1_764_000_000, HOST_BOOT, 5000.0), 5030.0, 1_764_000_030 + 3600, 30.0),
+        (hl.heartbeat(1_764_000_000, HOST_BOOT, 5000.0), 5030.0, 1_764_000_030 - 3600, 30.0),
+        (hl.heartbeat(1_764_000_000, "another-boot", 5000.0), 10.0, 1_764_000_030, hl.BOOTED_SINCE),  # the host booted since
+        ({"heartbeat": 1_764_000_000}, 5030.0, 1_764_000_090, 90.0),  # an older collection's record: its wall clock
+        ({}, 5030.0, 1_764_000_090, None),  # nothing tells
+    ],
+)
+def test_the_heartbeats_age_is_told_by_the_boot_id_and_the_boot_time_clock(holder, boottime, wall, age):
+    assert hl.heartbeat_age(holder, HOST_BOOT, boottime, wall) == age
 
 
 def test_same_play_is_the_controller_and_the_process_not_the_time():
