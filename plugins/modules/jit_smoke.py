@@ -47,9 +47,9 @@ options:
     default: []
   user:
     description:
-      - Account the service runs as. The launch and the warm-up run as this user (C(setpriv), with its groups), so the
-        cache belongs to it and the launch proves its access to the GPU; C(HOME) is its home unless the environment sets it,
-        as systemd does for C(User=).
+      - Account the service runs as. The saxpy compile, the launch and the warm-up run as this user (C(setpriv), with
+        its groups), so the cache belongs to it, the launch proves its access to the GPU, and root never runs nvcc with
+        the unit's environment; C(HOME) is its home unless the environment sets it, as systemd does for C(User=).
     type: str
   nvidia_smi:
     description: Command or path of nvidia-smi (for the GPUs' compute capabilities).
@@ -210,7 +210,7 @@ def run_module():
         module.fail_json(msg="warm=%s needs venv (the service's venv runs FlashInfer)" % ",".join(p["warm"]))
     run = commands.CachingRunner(commands.module_runner(module))
     env, _notes = systemd_env.service_environment(module, run, p["unit"], p["environment"])
-    as_user = run
+    as_user, account = run, None
     if p["user"]:
         try:
             account = pwd.getpwnam(p["user"])
@@ -219,6 +219,8 @@ def run_module():
         env.setdefault("HOME", account.pw_dir)
         if account.pw_uid != os.geteuid():
             as_user = as_user_runner(run, account)
+        else:
+            account = None
     public = service_env.split_env(env)[0]
     if module.check_mode:
         module.exit_json(changed=False, launched=False, steps={}, msg="check mode: nothing compiled, launched or warmed")
@@ -235,8 +237,10 @@ def run_module():
     if not archs:
         module.fail_json(msg="nothing to compile for: no FLASHINFER_CUDA_ARCH_LIST in the service environment, no GPU found, no archs given")
 
+    # the service's account compiles and launches (issue 58 item 1): root never runs nvcc with the unit's environment
     work = tempfile.mkdtemp(prefix="blackwell-jit-smoke-")
-    os.chmod(work, 0o755)  # noqa: S103 - the binary is launched as the service user
+    if account is not None:
+        os.chown(work, account.pw_uid, account.pw_gid)
     src, binary = os.path.join(work, "saxpy.cu"), os.path.join(work, "saxpy")
     # FlashInfer's warm-up needs nothing from the saxpy steps: it runs beside them (its import alone takes seconds)
     warm_job = warm_start = None
@@ -248,7 +252,7 @@ def run_module():
     def compile_saxpy():
         with open(src, "w") as fh:
             fh.write(jit_smoke.SAXPY_CU)
-        res, secs = timed(run, jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary), env=public, timeout=p["timeout"])
+        res, secs = timed(as_user, jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary), env=public, timeout=p["timeout"])
         return res.ok, {"ok": res.ok, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}, res.as_dict()
 
     def launch_saxpy():

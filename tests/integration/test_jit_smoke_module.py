@@ -5,6 +5,7 @@ build of about a minute of CPU; the sampling module's own cold build (minutes of
 the boot-time re-warm), where it is the service's."""
 
 import os
+import pathlib
 import shutil
 import subprocess
 
@@ -59,6 +60,28 @@ def test_compile_only(cuda_home, tmp_path):
     assert steps["compile"]["ok"] and steps["compile"]["archs"] == ["sm_120a"] and steps["compile"]["cuda_home"] == cuda_home
     assert steps["launch"] == {"launched": False, "ok": None, "reason": "no GPU device node (/dev/nvidia0)"}
     assert res["changed"] is False and res["launched"] is False
+
+
+def test_the_compile_runs_as_the_service_user_never_root(cuda_home, tmp_path):
+    """Issue 58 item 1: with a service user, nvcc and the host compiler it calls run as that user. A TEST DOUBLE g++ and
+    gcc first on the unit's PATH (what an environment file others could write would plant) record who runs them, then
+    run the real ones; the compile itself is real."""
+    spy, seen = tmp_path / "spy", tmp_path / "seen"
+    spy.mkdir()
+    seen.mkdir()
+    seen.chmod(0o777)
+    for name in ("gcc", "g++"):
+        (spy / name).write_text('#!/bin/sh\nid -un >> %s/%s\nexec /usr/bin/%s "$@"\n' % (seen, name, name))
+        (spy / name).chmod(0o755)
+    for path in [tmp_path, *tmp_path.parents, *pathlib.Path(cuda_home).parents]:
+        if str(path).startswith("/tmp/") and path.stat().st_uid == 0:
+            path.chmod(path.stat().st_mode | 0o011)  # pytest's directories are root's 0700: nobody may traverse them
+    env = dict(service_env(cuda_home, tmp_path), PATH="%s:%s/bin:/usr/bin:/bin" % (spy, cuda_home))
+    res = ansible_module("jit_smoke", {"environment": env, "warm": [], "user": "nobody"})
+    assert not res.get("failed"), res.get("msg")
+    assert res["steps"]["compile"]["ok"]
+    ran = {p.name: p.read_text().split() for p in seen.iterdir()}
+    assert ran and all(who == ["nobody"] * len(who) for who in ran.values()), ran
 
 
 def test_warm_then_rerun_is_unchanged(oracle_venv, cuda_home, tmp_path):

@@ -105,8 +105,10 @@ def smoke(cfg, user):
         archs = jit_smoke.archs_for(os.environ, cfg.get("archs", "").split())
     except ValueError as exc:
         return "archs: %s" % exc, {}
+    # the service's account compiles and launches (issue 58 item 1): root never runs nvcc with the unit's environment
     work = tempfile.mkdtemp(prefix="blackwell-boot-smoke-")
-    os.chmod(work, 0o755)  # noqa: S103 - the binary is launched as the service user
+    if user is not None:
+        os.chown(work, user.pw_uid, user.pw_gid)
     src, binary = os.path.join(work, "saxpy.cu"), os.path.join(work, "saxpy")
     warm_job = None
     if cfg["warm"]:
@@ -118,7 +120,7 @@ def smoke(cfg, user):
     def compile_saxpy():
         with open(src, "w") as fh:
             fh.write(jit_smoke.SAXPY_CU)
-        rc, out, err, secs = run(jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary), cfg["timeout"])
+        rc, out, err, secs = run(jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary), cfg["timeout"], user)
         return rc == 0, {"ok": rc == 0, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}, output(rc, out, err)
 
     def launch_saxpy():

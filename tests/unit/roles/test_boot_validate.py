@@ -295,3 +295,23 @@ def test_the_boots_answer_check_is_the_judges(bv, tmp_path, monkeypatch, answere
     assert bv.serving(path) == (0 if phase == "serving" else 1)
     m = marker_of(cfg)
     assert m["phase"] == phase and m["ready"] is (phase == "serving") and reason in m["reason"], m
+
+
+def test_the_boot_smoke_compiles_and_launches_as_the_service_user(bv, monkeypatch, tmp_path):
+    """Issue 58 item 1: at boot as in the play, nvcc runs as the service's account, in a work directory of its own;
+    root never compiles with the unit's environment."""
+    import pwd  # noqa: PLC0415 - the account the lab's unit-mode service would run as
+
+    account = pwd.getpwnam("nobody")
+    seen = []
+
+    def run(argv, timeout, user=None, data=None):
+        seen.append((argv[0], user, os.stat(os.path.dirname(argv[-1])).st_uid))
+        return 0, "", "", 0.01
+
+    monkeypatch.setattr(bv, "run", run)
+    monkeypatch.setattr(bv, "GPU_DEVICE", str(tmp_path / "nvidia0"))  # no GPU: compile only
+    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda-13.0")
+    failure, steps = bv.smoke({"archs": "12.0a", "warm": [], "venv": "/opt/sglang/current", "timeout": 60}, account)
+    assert failure is None and steps["compile"]["ok"], (failure, steps)
+    assert seen == [("/usr/local/cuda-13.0/bin/nvcc", account, account.pw_uid)]
