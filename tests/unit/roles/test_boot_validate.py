@@ -7,6 +7,7 @@ back byte for byte and the host marked not ready."""
 import importlib.util
 import json
 import os
+import pwd
 import time
 
 import pytest
@@ -300,8 +301,6 @@ def test_the_boots_answer_check_is_the_judges(bv, tmp_path, monkeypatch, answere
 def test_the_boot_smoke_compiles_and_launches_as_the_service_user(bv, monkeypatch, tmp_path):
     """Issue 58 item 1: at boot as in the play, nvcc runs as the service's account, in a work directory of its own;
     root never compiles with the unit's environment."""
-    import pwd  # noqa: PLC0415 - the account the lab's unit-mode service would run as
-
     account = pwd.getpwnam("nobody")
     seen = []
 
