@@ -410,5 +410,6 @@ def main():
     booted_since = age == host_lock.BOOTED_SINCE
     module.exit_json(changed=False, acquired=False, holder=holder, age=None if booted_since else age, booted_since=booted_since)
 
+
 if __name__ == "__main__":
     main()
