@@ -252,7 +252,8 @@ def run_module():
     def compile_saxpy():
         with open(src, "w") as fh:
             fh.write(jit_smoke.SAXPY_CU)
-        res, secs = timed(as_user, jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary), env=public, timeout=p["timeout"])
+        # in the work directory: nvcc looks in its working directory first, and the module's own is root's alone
+        res, secs = timed(as_user, ["env", "-C", work, *jit_smoke.saxpy_compile_argv(nvcc, archs, src, binary)], env=public, timeout=p["timeout"])
         return res.ok, {"ok": res.ok, "seconds": secs, "archs": archs, "nvcc": nvcc, "cuda_home": cuda_home}, res.as_dict()
 
     def launch_saxpy():

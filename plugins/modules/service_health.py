@@ -314,7 +314,8 @@ def main():
         if status == 200 and not p["sample_url"]:
             module.exit_json(changed=False, answered=True, status=status, seconds=seconds, unit_state=unit_state(), gave_up=None, **facts_now())
         if status == 200:  # alive: now the sampled request, once
-            sampled = service_http.sample(p["sample_url"], p["sample_body"], p["sample_timeout"])
+            # with the key the unit's own process was given (its --api-key): SGLang's /generate wants it
+            sampled = service_http.sample(p["sample_url"], p["sample_body"], p["sample_timeout"], service_http.unit_key(props) if p["unit"] else None)
             seconds = round(time.monotonic() - start, 1)
             if sampled["ok"]:
                 done = dict(answered=True, status=sampled["status"], seconds=seconds, unit_state=unit_state(), gave_up=None, sample=sampled)

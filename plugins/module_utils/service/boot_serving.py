@@ -24,8 +24,9 @@ from ansible_collections.blackwell.inference.plugins.module_utils.service import
 from ansible_collections.blackwell.inference.plugins.module_utils.service import socket_owner
 
 
-def ask(url, timeout, body=None):
-    """(status, text) of a GET (or a JSON POST with body) to an http URL; -1 and the error when nothing answered."""
+def ask(url, timeout, body=None, api_key=None):
+    """(status, text) of a GET (or a JSON POST with body, and `Authorization: Bearer` when api_key) to an http URL; -1
+    and the error when nothing answered."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "http" or not parts.hostname:
         return -1, "not an http URL: %s" % url
@@ -37,13 +38,19 @@ def ask(url, timeout, body=None):
         if body is None:
             conn.request("GET", path)
         else:
-            conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            conn.request("POST", path, json.dumps(body), dict(service_health.auth_headers(api_key), **{"Content-Type": "application/json"}))
         resp = conn.getresponse()
         return resp.status, resp.read().decode("utf-8", "replace")
     except (OSError, http.client.HTTPException, ValueError) as exc:
         return -1, str(exc)
     finally:
         conn.close()
+
+
+def _key(props):
+    """{api_key: the key the unit's own process was given (its --api-key)}, or {} without one."""
+    key = service_health.api_key(socket_owner.cmdline(props.get("MainPID") or 0))
+    return {"api_key": key} if key else {}
 
 
 def wait(cfg, unit_props, clock=time.monotonic, sleep=time.sleep, asker=ask, owners=socket_owner.owners):
@@ -63,7 +70,7 @@ def wait(cfg, unit_props, clock=time.monotonic, sleep=time.sleep, asker=ask, own
                 return False, other
             if not cfg.get("sample_url"):
                 return True, "%s answered" % cfg["health_url"]
-            status, text = asker(cfg["sample_url"], int(cfg.get("sample_timeout") or 300), cfg.get("sample_body") or {})
+            status, text = asker(cfg["sample_url"], int(cfg.get("sample_timeout") or 300), cfg.get("sample_body") or {}, **_key(props))
             ok, detail = service_health.sample_result(status, text)
             return ok, ("sampled request %s" % detail) if ok else ("its sampled request failed: %s" % detail)
         last = "%s: %s" % (cfg["health_url"], "HTTP %s" % status if status != -1 else "no answer")
@@ -95,7 +102,7 @@ def look(cfg, props, asker=ask, owners=socket_owner.owners, sample=False):
     ok, other = socket_owner.answer_verdict(cfg["health_url"], props, owners_of=owners)
     got = {"answered": ok, "status": status, "msg": "" if ok else other, "not_the_unit": None if ok else other, "sample": None}
     if ok and sample and cfg.get("sample_url"):
-        status, text = asker(cfg["sample_url"], int(cfg.get("sample_timeout") or 300), cfg.get("sample_body") or {})
+        status, text = asker(cfg["sample_url"], int(cfg.get("sample_timeout") or 300), cfg.get("sample_body") or {}, **_key(props))
         fine, detail = service_health.sample_result(status, text)
         got["sample"] = {"ok": fine, "detail": detail}
         if not fine:

@@ -114,6 +114,23 @@ def sample_checked(body):
     return None
 
 
+def api_key(argv):
+    """The key SGLang's --api-key gets in a command line (the running process's, as systemd expanded it), or None. The
+    sampled request sends it (SGLang's /generate wants `Authorization: Bearer KEY`; /health is open to probes)."""
+    words = [str(w) for w in argv or []]
+    for i, word in enumerate(words):
+        if word == "--api-key" and i + 1 < len(words):
+            return words[i + 1] or None
+        if word.startswith("--api-key="):
+            return word.split("=", 1)[1] or None
+    return None
+
+
+def auth_headers(key):
+    """The request headers that carry an API key ({} without one)."""
+    return {"Authorization": "Bearer " + key} if key else {}
+
+
 def sample_result(status, text):
     """Judge the answer to the sampled request: (ok, detail). SGLang answers 200 with {"text": ..., "meta_info": ...};
     an error answer carries {"error": {"message": ...}} (or a plain text body)."""

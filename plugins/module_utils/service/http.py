@@ -58,11 +58,19 @@ def ask(url, timeout):
         return -1
 
 
-def post(url, body, timeout):
-    """(status, text) of a JSON POST; -1 and the error when nothing answered."""
+def unit_key(props):
+    """The API key the unit's running process was given (--api-key in its MainPID's command line), or None: the sampled
+    request, sent only once the answer is known to be the unit's own, carries it."""
+    return health.api_key(socket_owner.cmdline((props or {}).get("MainPID") or 0))
+
+
+def post(url, body, timeout, api_key=None):
+    """(status, text) of a JSON POST (with `Authorization: Bearer` when api_key); -1 and the error when nothing
+    answered."""
     data = json.dumps(body)
+    headers = dict(health.auth_headers(api_key), **{"Content-Type": "application/json"})
     try:
-        with open_url(url, data=data, method="POST", headers={"Content-Type": "application/json"}, timeout=timeout, use_proxy=False) as resp:
+        with open_url(url, data=data, method="POST", headers=headers, timeout=timeout, use_proxy=False) as resp:
             return resp.status, resp.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode("utf-8", "replace")
@@ -70,10 +78,10 @@ def post(url, body, timeout):
         return -1, str(exc)
 
 
-def sample(url, body, timeout):
+def sample(url, body, timeout, api_key=None):
     """One sampled request and its verdict (service_health.sample_result)."""
     start = time.monotonic()
-    status, text = post(url, body, timeout)
+    status, text = post(url, body, timeout, api_key)
     ok, detail = health.sample_result(status, text)
     res = {"url": url, "status": status, "ok": ok, "detail": detail, "seconds": round(time.monotonic() - start, 1)}
     if ok:
@@ -90,6 +98,7 @@ def look(url, sample_url=None, sample_body=None, request_timeout=5, sample_timeo
     result then says why in `not_the_unit`."""
     start = time.monotonic()
     status = ask(url, request_timeout)
+    key = None
     if status == 200 and owner is not None:
         props = unit_state()
         ok, why = owner(props)
@@ -104,7 +113,8 @@ def look(url, sample_url=None, sample_body=None, request_timeout=5, sample_timeo
                 "sample": None,
                 "not_the_unit": why,
             }
-    sampled = sample(sample_url, sample_body, sample_timeout) if status == 200 and sample_url else None
+        key = unit_key(props)  # the answer is the unit's own: the sampled request may carry its key
+    sampled = sample(sample_url, sample_body, sample_timeout, key) if status == 200 and sample_url else None
     return {
         "stands": status == 200 and (sampled is None or sampled["ok"]),
         "answered": status == 200,

@@ -133,6 +133,16 @@ def _host_address(hostname, port):
         return None
 
 
+def cmdline(pid, proc="/proc"):
+    """A process's arguments as it was started (/proc/PID/cmdline); [] when there is none or it cannot be read."""
+    try:
+        with open(os.path.join(proc, str(int(pid)), "cmdline"), "rb") as fh:
+            data = fh.read()
+    except (OSError, TypeError, ValueError):
+        return []
+    return [w.decode("utf-8", "surrogateescape") for w in data.rstrip(b"\0").split(b"\0")] if data else []
+
+
 def owners(port, proc="/proc", host=None):
     """The processes holding the listening socket a connection to host:port reaches (every listener on the port when
     no host is given): [{pid, user, command, cgroups}] (reads /proc as root). A file descriptor that closes while it

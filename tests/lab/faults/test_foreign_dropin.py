@@ -28,6 +28,9 @@ MARKER = "/etc/ansible/facts.d/blackwell_inference.fact"
 SITE_DROPIN = "/etc/systemd/system/sglang-k26.service.d/70-site-token.conf"
 SITE_ENV_FILE = "/etc/sglang/k26-token.env"
 TOKEN = "hf_planted_operator_token_5c1f0e9a"  # noqa: S105 - a made-up token the test looks for
+API_KEY = "sk-planted-api-key-0b7d41c3"  # a made-up key: the unit's --api-key ${SGLANG_API_KEY}
+UNIT_FILE = "/etc/systemd/system/sglang-k26.service"
+OPEN = "ct200: sglang-k26.service: it serves on 0.0.0.0:30000 with no API key"
 # where others may read: every world-readable file there is searched for the token and its plain digests
 READABLE = "/etc /var/lib /var/log /run /usr/local/libexec"
 
@@ -62,6 +65,8 @@ def test_an_operators_later_drop_in_is_not_ready_on_every_run_and_named(run):
             assert recap.get("changed", 0) == (2 if args == () else 0) or args == ("--tags", "verify"), (args, recap, changed)
             if args == ():
                 assert [t.split(" : ", 1)[1].split("]", 1)[0] for t in changed] == ["Record the ready marker", "The service's textfile"], changed
+                # issue 58 item 6: the lab's unit serves on 0.0.0.0 with no --api-key: warned of on every run
+                assert OPEN in " ".join(out.split()), out[-4000:]
             assert "needs a validation" not in out, (args, out[-4000:])
             marker = json.loads(run("cat %s" % MARKER))
             assert marker["ready"] is False and marker["phase"] == "overridden" and NAMED in marker["reason"], (args, marker)
@@ -78,25 +83,38 @@ def test_an_operators_later_drop_in_is_not_ready_on_every_run_and_named(run):
 
 def _operators_token_is_vouched_for_unseen_and_a_file_others_may_write_is_refused(run):
     """After the plain run: no world-readable file under /etc, /var/lib, /var/log, /run or /usr/local/libexec, nor the
-    play's output, holds the token, its sha256, the sha256 of the line KEY=value or of the file's bytes. The same file
+    play's output, holds the token, its sha256, the sha256 of the line KEY=value or of the file's bytes. The operator's
+    unit also gives SGLang --api-key ${SGLANG_API_KEY} from that file (issue 58 item 6): the run's sampled request
+    carries the key (the stand-in, as SGLang, answers /generate 401 without it), and the warning is gone. The same file
     made writable by others is then refused before any change, naming it; the service keeps serving."""
     run(
-        "mkdir -p /etc/sglang && umask 077 && printf 'HF_TOKEN=%s\\n' > %s && printf '%%s' %s > %s && systemctl daemon-reload"
-        % (TOKEN, SITE_ENV_FILE, shlex.quote("[Service]\nEnvironmentFile=%s\n" % SITE_ENV_FILE), SITE_DROPIN)
+        "mkdir -p /etc/sglang && umask 077 && printf 'HF_TOKEN=%s\\nSGLANG_API_KEY=%s\\n' > %s && printf '%%s' %s > %s"
+        " && cp %s /root/sglang-k26.service.orig && sed -i 's/--port 30000$/--port 30000 --api-key ${SGLANG_API_KEY}/' %s && systemctl daemon-reload"
+        % (TOKEN, API_KEY, SITE_ENV_FILE, shlex.quote("[Service]\nEnvironmentFile=%s\n" % SITE_ENV_FILE), SITE_DROPIN, UNIT_FILE, UNIT_FILE)
     )
     try:
-        # the fault hit: systemd runs the unit with the file, which only root may read
+        # the fault hit: systemd runs the unit with the file, which only root may read, and the key from it
         assert "%s (ignore_errors=no)" % SITE_ENV_FILE in run("systemctl show -p EnvironmentFiles --value %s" % UNIT)
         assert run("stat -c '%%a %%U' %s" % SITE_ENV_FILE).strip() == "600 root"
+        assert "--api-key ${SGLANG_API_KEY}" in run("systemctl show -p ExecStart --value %s" % UNIT)
         rc, out, _recap = playbook()
         no_traceback(out)
         assert rc == 0 and "needs a validation of %s: marked not ready" % UNIT in out, out[-4000:]
         assert "READY" in _table_row(out) and "NOT READY" not in _table_row(out), out[-4000:]
         marker = json.loads(run("cat %s" % MARKER))
         assert marker["ready"] is True and marker["vouched"]["env"]["HF_TOKEN"].startswith("hmac-sha256:"), marker["vouched"]["env"]
-        # issue 58 item 6: the lab's unit serves on 0.0.0.0 with no --api-key: warned of on every run
-        assert "ct200: sglang-k26.service: it serves on 0.0.0.0:30000 with no API key" in " ".join(out.split()), out[-4000:]
-        plain = [TOKEN] + [hashlib.sha256(t.encode()).hexdigest() for t in (TOKEN, "HF_TOKEN=" + TOKEN, "HF_TOKEN=%s\n" % TOKEN)]
+        # the key reached the service and guards /generate; the run's own sampled request carried it; no warning now
+        assert "with no API key" not in " ".join(out.split()), out[-4000:]
+        ask = (
+            "import urllib.request as u, urllib.error as e\n"
+            "try: u.urlopen(u.Request('http://127.0.0.1:30000/generate', b'{}'), timeout=10)\n"
+            "except e.HTTPError as x: print(x.code)"
+        )
+        assert run("python3 -c %s" % shlex.quote(ask)).strip() == "401"
+        plain = [TOKEN, API_KEY] + [
+            hashlib.sha256(t.encode()).hexdigest()
+            for t in (TOKEN, API_KEY, "HF_TOKEN=" + TOKEN, "SGLANG_API_KEY=" + API_KEY, "HF_TOKEN=%s\nSGLANG_API_KEY=%s\n" % (TOKEN, API_KEY))
+        ]
         assert not [p for p in plain if p in out], "the play's output shows the token or a plain digest of it"
         found = run("find %s -xdev -type f -perm -o=r -print0 2>/dev/null | xargs -0 -r grep -lsF %s || true" % (READABLE, " ".join("-e " + p for p in plain)))
         assert found.strip() == "", "world-readable files hold the token or a plain digest of it: %s" % found
@@ -104,7 +122,7 @@ def _operators_token_is_vouched_for_unseen_and_a_file_others_may_write_is_refuse
         run("chmod 0666 %s" % SITE_ENV_FILE)
         _refused_before_any_change(run, "sglang-k26.service takes its environment from EnvironmentFile=%s (set in %s)" % (SITE_ENV_FILE, SITE_DROPIN))
     finally:
-        run("rm -f %s %s && systemctl daemon-reload" % (SITE_DROPIN, SITE_ENV_FILE))
+        run("cp /root/sglang-k26.service.orig %s && rm -f %s %s && systemctl daemon-reload" % (UNIT_FILE, SITE_DROPIN, SITE_ENV_FILE))
 
 
 def _refused_before_any_change(run, named, **extra_vars):

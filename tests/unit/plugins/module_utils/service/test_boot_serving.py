@@ -158,3 +158,21 @@ def test_the_check_timers_one_look(props, answer, owners, answered, msg):
     got = boot_serving.look(CFG, props, asker, lambda port, host=None: MINE if owners == "mine" else NOBODY)
     assert got["answered"] is answered and msg in got["msg"], got
     assert asked == ([] if props["ActiveState"] != "active" else [(CFG["health_url"], 10)])
+
+
+def test_the_boot_and_timer_sampled_request_carries_the_units_key(monkeypatch):
+    """issue 58 item 6: the key from the unit's MainPID's command line, only after the answer is the unit's own."""
+    monkeypatch.setattr(boot_serving.socket_owner, "cmdline", lambda pid: ["python", "--api-key", "sk-1"] if str(pid) == "812" else [])
+    asked = []
+
+    def asker(url, timeout, body=None, **kw):
+        asked.append((url, kw))
+        return (200, "ok") if body is None else (200, '{"text": "x", "meta_info": {}}')
+
+    props = {"ActiveState": "active", "ControlGroup": "/system.slice/sglang-k26.service", "MainPID": "812"}
+    got = boot_serving.look(CFG, props, asker, lambda port, host=None: MINE, sample=True)
+    assert got["answered"] and got["sample"]["ok"], got
+    assert asked == [(CFG["health_url"], {}), (CFG["sample_url"], {"api_key": "sk-1"})]  # /health without it
+    asked.clear()
+    boot_serving.look(CFG, dict(props, MainPID="9"), asker, lambda port, host=None: MINE, sample=True)
+    assert asked[-1] == (CFG["sample_url"], {})  # a process without --api-key: none sent

@@ -172,3 +172,18 @@ def test_sample_failure_names_both_requests_and_the_unit():
         "answered http://127.0.0.1:30000/health but its sampled request to http://127.0.0.1:30000/generate failed after 1 s: "
         "answered HTTP 500: TP rank 0: boom (systemd: ActiveState=active SubState=running Result=success ExecMainStatus=0 NRestarts=0)"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "key"),
+    [
+        (["python", "-m", "sglang.launch_server", "--api-key", "sk-1", "--port", "30000"], "sk-1"),
+        (["python", "-m", "sglang.launch_server", "--api-key=sk-2"], "sk-2"),
+        (["python", "-m", "sglang.launch_server", "--port", "30000"], None),
+        (["python", "-m", "sglang.launch_server", "--api-key"], None),  # no value: SGLang would refuse to start
+        ([], None),
+    ],
+)
+def test_api_key_of_a_command_line(argv, key):
+    assert sh.api_key(argv) == key
+    assert sh.auth_headers(key) == ({"Authorization": "Bearer " + key} if key else {})

@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.blackwell.inference.plugins.module_utils.service import http as service_http
 
+KEY = "sk-lab-key"
 BODY = {"text": "The capital of France is", "sampling_params": {"temperature": 0.7, "top_p": 0.9, "top_k": 20, "max_new_tokens": 4}}
 
 
@@ -33,7 +34,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.asked.append(("POST", self.path, body))
-        if self.path == "/generate":
+        if self.path == "/keyed/generate" and self.headers.get("Authorization") != "Bearer " + KEY:
+            self._answer(401, {"error": "Unauthorized"})  # SGLang's api-key middleware
+        elif self.path in ("/generate", "/keyed/generate"):
             self._answer(200, {"text": " Paris.", "meta_info": {"sampled": True}})
         else:
             self._answer(404, {"error": {"message": "no such route"}})
@@ -100,3 +103,18 @@ def test_nothing_listening_reads_as_minus_one():
 )
 def test_base_url(listen, url):
     assert service_http.base_url(listen) == url
+
+
+def test_the_sampled_request_carries_the_key_the_units_own_process_was_given(server, monkeypatch):
+    """issue 58 item 6: SGLang's /generate wants `Authorization: Bearer KEY` once --api-key is set (/health stays open).
+    The key is read from the unit's MainPID's command line, and only once the answer is known to be the unit's own."""
+    cmdlines = {"812": ["/opt/sglang/current/bin/python", "-m", "sglang.launch_server", "--api-key", KEY], "9": ["python3", "hand.py"]}
+    monkeypatch.setattr(service_http.socket_owner, "cmdline", lambda pid: cmdlines.get(str(pid), []))
+    state = {"ActiveState": "active", "MainPID": "812"}
+    res = service_http.look(server + "/health", server + "/keyed/generate", BODY, unit_state=lambda: state, owner=lambda props: (True, ""))
+    assert res["stands"] and res["sample"]["ok"], res
+    # without the key (another MainPID's command line, or no owner check to vouch for the process): 401, not ready
+    res = service_http.look(server + "/health", server + "/keyed/generate", BODY, unit_state=lambda: dict(state, MainPID="9"), owner=lambda props: (True, ""))
+    assert not res["stands"] and res["sample"]["status"] == 401
+    res = service_http.look(server + "/health", server + "/keyed/generate", BODY, unit_state=lambda: state)
+    assert not res["stands"] and res["sample"]["status"] == 401

@@ -170,3 +170,13 @@ def test_owners_asks_for_the_checks_address_and_skips_a_closing_fd(tmp_path, mon
     assert ok is True
     ok, why = service_http.answer_owner("http://127.0.0.1:30000/health", props, owners=lambda port, host=None: socket_owner.owners(port, str(proc), host))
     assert ok is False and "pid 4242 (user nobody" in why
+
+
+def test_cmdline_of_a_process(tmp_path):
+    (tmp_path / "812").mkdir()
+    (tmp_path / "812" / "cmdline").write_bytes(b"/opt/v/bin/python\0-m\0sglang.launch_server\0--api-key\0sk-1\0")
+    assert socket_owner.cmdline(812, str(tmp_path)) == ["/opt/v/bin/python", "-m", "sglang.launch_server", "--api-key", "sk-1"]
+    assert socket_owner.cmdline("9", str(tmp_path)) == [] and socket_owner.cmdline(None, str(tmp_path)) == [] and socket_owner.cmdline("x", str(tmp_path)) == []
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "cmdline").write_bytes(b"")  # a zombie, or a kernel thread
+    assert socket_owner.cmdline(7, str(tmp_path)) == []
