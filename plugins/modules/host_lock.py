@@ -239,14 +239,9 @@ def guarded(path):
 
 def write(path, owner):
     """This play's record with a heartbeat of now, written whole (a reader never sees half a record); the record."""
-    fresh = dict(owner, **host_lock.heartbeat(*_wall_first(host_clock())))
+    fresh = dict(owner, **host_lock.heartbeat(*host_clock()))
     files.write_atomic(path, (json.dumps(fresh, sort_keys=True) + "\n").encode("utf-8"), mode=0o644)
     return fresh
-
-
-def _wall_first(clock):
-    boot_id, boottime, wall = clock
-    return wall, boot_id, boottime
 
 
 def take(path, owner, take_over):

@@ -315,7 +315,8 @@ def main():
             module.exit_json(changed=False, answered=True, status=status, seconds=seconds, unit_state=unit_state(), gave_up=None, **facts_now())
         if status == 200:  # alive: now the sampled request, once
             # with the key the unit's own process was given (its --api-key): SGLang's /generate wants it
-            sampled = service_http.sample(p["sample_url"], p["sample_body"], p["sample_timeout"], service_http.unit_key(props) if p["unit"] else None)
+            key = service_http.socket_owner.api_key_of(props) if p["unit"] else None
+            sampled = service_http.sample(p["sample_url"], p["sample_body"], p["sample_timeout"], key)
             seconds = round(time.monotonic() - start, 1)
             if sampled["ok"]:
                 done = dict(answered=True, status=sampled["status"], seconds=seconds, unit_state=unit_state(), gave_up=None, sample=sampled)

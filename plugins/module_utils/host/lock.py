@@ -63,7 +63,7 @@ def record(controller, pid, pid_start, user, since, play="", machine_id="", boot
     }
 
 
-def heartbeat(wall, host_boot_id, boottime):
+def heartbeat(host_boot_id, boottime, wall):
     """The heartbeat fields of a record written now: the wall clock (for people, and older readers), the host's boot id
     and its boot-time clock (what the age is told by)."""
     return {"heartbeat": int(wall), "beat_boot_id": host_boot_id, "beat_boottime": round(float(boottime), 3)}

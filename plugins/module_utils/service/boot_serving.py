@@ -49,7 +49,7 @@ def ask(url, timeout, body=None, api_key=None):
 
 def _key(props):
     """{api_key: the key the unit's own process was given (its --api-key)}, or {} without one."""
-    key = service_health.api_key(socket_owner.cmdline(props.get("MainPID") or 0))
+    key = socket_owner.api_key_of(props)
     return {"api_key": key} if key else {}
 
 

@@ -58,12 +58,6 @@ def ask(url, timeout):
         return -1
 
 
-def unit_key(props):
-    """The API key the unit's running process was given (--api-key in its MainPID's command line), or None: the sampled
-    request, sent only once the answer is known to be the unit's own, carries it."""
-    return health.api_key(socket_owner.cmdline((props or {}).get("MainPID") or 0))
-
-
 def post(url, body, timeout, api_key=None):
     """(status, text) of a JSON POST (with `Authorization: Bearer` when api_key); -1 and the error when nothing
     answered."""
@@ -113,7 +107,7 @@ def look(url, sample_url=None, sample_body=None, request_timeout=5, sample_timeo
                 "sample": None,
                 "not_the_unit": why,
             }
-        key = unit_key(props)  # the answer is the unit's own: the sampled request may carry its key
+        key = socket_owner.api_key_of(props)  # the answer is the unit's own: the sampled request may carry its key
     sampled = sample(sample_url, sample_body, sample_timeout, key) if status == 200 and sample_url else None
     return {
         "stands": status == 200 and (sampled is None or sampled["ok"]),

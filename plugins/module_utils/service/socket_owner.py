@@ -15,6 +15,8 @@ import socket
 import sys
 import urllib.parse
 
+from ansible_collections.blackwell.inference.plugins.module_utils.service import health as service_health
+
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column
 
 
@@ -141,6 +143,12 @@ def cmdline(pid, proc="/proc"):
     except (OSError, TypeError, ValueError):
         return []
     return [w.decode("utf-8", "surrogateescape") for w in data.rstrip(b"\0").split(b"\0")] if data else []
+
+
+def api_key_of(props):
+    """The key the unit's running process was given (--api-key in its MainPID's command line, as systemd expanded it:
+    health.api_key), or None. Read only once an answer is known to be that process's."""
+    return service_health.api_key(cmdline((props or {}).get("MainPID") or 0))
 
 
 def owners(port, proc="/proc", host=None):

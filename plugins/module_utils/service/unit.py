@@ -534,29 +534,26 @@ def dropin_refusal(unit, mode, name):
         )
     missing = unit.get("missing_env_files") or []
     if missing:
+        files, one = _env_files_named(missing)
         return (
             "%s.service requires %s, which %s not there: systemd would refuse to start it (unavailable resources), so "
             "nothing is changed or restarted. Create %s, or mark it optional with EnvironmentFile=-PATH."
-            % (
-                name,
-                "; ".join("EnvironmentFile=%s (set in %s)" % (m["path"], m["file"]) for m in missing),
-                "is" if len(missing) == 1 else "are",
-                "it" if len(missing) == 1 else "them",
-            )
+            % (name, files, "is" if one else "are", "it" if one else "them")
         )
     writable = unit.get("writable_env_files") or []
     if writable:
+        files, one = _env_files_named(writable)
         return (
             "%s.service takes its environment from %s, which an account other than root may write: its values reach "
             "the compiler and Python the role runs as root (LD_PRELOAD, NVCC_PREPEND_FLAGS, PYTHONPATH), so nothing is "
-            "changed or restarted. Make %s root's, not group- or world-writable (chown root: and chmod go-w)."
-            % (
-                name,
-                "; ".join("EnvironmentFile=%s (set in %s)" % (w["path"], w["file"]) for w in writable),
-                "it" if len(writable) == 1 else "them",
-            )
+            "changed or restarted. Make %s root's, not group- or world-writable (chown root: and chmod go-w)." % (name, files, "it" if one else "them")
         )
     return ""
+
+
+def _env_files_named(entries):
+    """('EnvironmentFile=PATH (set in FILE); ...', whether there is one) of read()'s missing or writable files."""
+    return "; ".join("EnvironmentFile=%s (set in %s)" % (e["path"], e["file"]) for e in entries), len(entries) == 1
 
 
 def api_key_given(argv):

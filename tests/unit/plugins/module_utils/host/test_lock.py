@@ -83,9 +83,9 @@ HOST_BOOT = "5e1f0000-0000-4000-8000-000000000001"
     ("holder", "boottime", "wall", "age"),
     [
         # a heartbeat 30 s ago by the boot-time clock; the wall clock stepped an hour forward, or back, since: still 30 s
-        (hl.heartbeat(1_764_000_000, HOST_BOOT, 5000.0), 5030.0, 1_764_000_030 + 3600, 30.0),
-        (hl.heartbeat(1_764_000_000, HOST_BOOT, 5000.0), 5030.0, 1_764_000_030 - 3600, 30.0),
-        (hl.heartbeat(1_764_000_000, "another-boot", 5000.0), 10.0, 1_764_000_030, hl.BOOTED_SINCE),  # the host booted since
+        (hl.heartbeat(HOST_BOOT, 5000.0, 1_764_000_000), 5030.0, 1_764_000_030 + 3600, 30.0),
+        (hl.heartbeat(HOST_BOOT, 5000.0, 1_764_000_000), 5030.0, 1_764_000_030 - 3600, 30.0),
+        (hl.heartbeat("another-boot", 5000.0, 1_764_000_000), 10.0, 1_764_000_030, hl.BOOTED_SINCE),  # the host booted since
         ({"heartbeat": 1_764_000_000}, 5030.0, 1_764_000_090, 90.0),  # an older collection's record: its wall clock
         ({}, 5030.0, 1_764_000_090, None),  # nothing tells
     ],
